@@ -1,0 +1,225 @@
+"""The whitebox environment: TRL runs the tool loop and calls these Python tools in a sandbox.
+
+`DataAnalysisEnv` follows TRL's `environment_factory` contract: `reset(**row)` opens a fresh
+sandbox for the row's task and returns its instruction, every public method is a tool whose
+schema TRL builds from the Google-style docstring, and `get_reward()` grades the submitted
+answer on the host with the shared reward. Rules of an episode:
+
+- every tool except `submit_solution` counts as a tool call for the reward;
+- after `submit_solution`, or past the episode deadline (600 s), every tool answers that the
+  episode is over;
+- an infrastructure failure (the sandbox did not start or died) makes the episode "not
+  graded": `get_reward()` returns None and TRL leaves it out of the group, never 0;
+- the sandbox is closed on every path: on submit, at the deadline, when graded, at the next
+  reset, on leaving a `with` block, and when the environment is garbage-collected.
+"""
+
+import logging
+import shlex
+import time
+import weakref
+from pathlib import Path
+
+from .reward import reward
+from .sandbox import SandboxError, open_sandbox
+from .tasks import grade_answer, load_task
+
+__all__ = ["DataAnalysisEnv", "SYSTEM_PROMPT", "EPISODE_SECONDS", "prompt_messages", "tool_schemas"]
+
+logger = logging.getLogger(__name__)
+
+EPISODE_SECONDS = 600.0
+"""Wall-clock budget of one episode, tools and generation together."""
+
+SYSTEM_PROMPT = (
+    "You are a data analyst. The input files are in /home/user/input and your working directory "
+    "is /workdir. Use the tools to inspect the files and compute the answer, then call "
+    "submit_solution with the answer value only (not a command, not an explanation)."
+)
+
+_EPISODE_OVER = "The episode is over: no more tool calls are accepted."
+
+
+def _close_quietly(sandbox) -> None:
+    try:
+        sandbox.close()
+    except Exception:  # cleanup must never raise: the sandbox may already be gone
+        logger.exception("closing a sandbox failed")
+
+
+class DataAnalysisEnv:
+    """One episode at a time on one task; TRL keeps a pool of these and calls `reset` per rollout."""
+
+    def __init__(self, sandbox: str = "local", episode_seconds: float = EPISODE_SECONDS):
+        self._backend = sandbox
+        self._episode_seconds = episode_seconds
+        self._sandbox = None
+        self._finalizer = None
+        self._task = None
+        self._answer: str | None = None
+        self._failure: str | None = None
+        self._tool_calls = 0
+        self._deadline = 0.0
+
+    # ---- episode lifecycle ------------------------------------------------------------------
+
+    def reset(self, task_path: str, **row) -> str:
+        """Open a fresh sandbox for the row's task; return the instruction TRL appends to the prompt."""
+        self._close_sandbox()
+        self._task = load_task(Path(task_path))
+        self._answer, self._failure, self._tool_calls = None, None, 0
+        self._deadline = time.monotonic() + self._episode_seconds
+        try:
+            self._sandbox = open_sandbox(self._task.path, self._backend)
+            self._finalizer = weakref.finalize(self, _close_quietly, self._sandbox)
+        except SandboxError as error:
+            self._failure = f"sandbox: {error}"
+            logger.warning("task %s: sandbox did not start: %s", self._task.id, error)
+        return self._task.instruction
+
+    def get_reward(self) -> float | None:
+        """Grade the submitted answer on the host; None when the episode could not be graded."""
+        self._close_sandbox()
+        if self._task is None or self._failure is not None:
+            return None
+        if self._answer is None:  # the model never submitted: a wrong episode, not a broken one
+            return reward(0, self._tool_calls)
+        return reward(grade_answer(self._task, self._answer), self._tool_calls)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self._close_sandbox()
+
+    @property
+    def done(self) -> bool:
+        """True once the episode accepts no more tool calls (a property, so TRL does not expose it as a tool)."""
+        return (
+            self._sandbox is None
+            or self._answer is not None
+            or self._failure is not None
+            or time.monotonic() > self._deadline
+        )
+
+    def _close_sandbox(self) -> None:
+        if self._finalizer is not None:
+            self._finalizer()  # runs _close_quietly once, then detaches
+        self._sandbox = self._finalizer = None
+
+    def _run(self, command: str) -> str:
+        """Run a command for a tool; a dead sandbox ends the episode as not graded."""
+        if self.done:
+            self._close_sandbox()
+            return _EPISODE_OVER
+        self._tool_calls += 1
+        timeout = max(1.0, min(60.0, self._deadline - time.monotonic()))
+        try:
+            result = self._sandbox.exec(command, timeout=timeout)
+        except SandboxError as error:
+            self._failure = f"sandbox: {error}"
+            self._close_sandbox()
+            return f"Error: the sandbox failed ({error}). The episode is over."
+        note = " (timed out)" if result.timed_out else ""
+        return f"{result.output}\n[exit code {result.exit_code}{note}]"
+
+    # ---- tools (public methods: TRL turns each into a tool from its docstring) ----------------
+
+    def bash(self, command: str) -> str:
+        """Run a shell command in /workdir and return its output and exit code.
+
+        Args:
+            command: The shell command to run, for example `python3 -c "import pandas"`.
+        """
+        return self._run(command)
+
+    def read(self, path: str) -> str:
+        """Read a text file.
+
+        Args:
+            path: Path of the file, absolute or relative to /workdir.
+        """
+        return self._run(f"cat -- {shlex.quote(path)}")
+
+    def write(self, path: str, content: str) -> str:
+        """Write a text file, replacing it if it exists.
+
+        Args:
+            path: Path of the file, absolute or relative to /workdir.
+            content: The full text to write.
+        """
+        script = "import sys; open(sys.argv[1], 'w').write(sys.argv[2])"
+        return self._run(f"python3 -c {shlex.quote(script)} {shlex.quote(path)} {shlex.quote(content)}")
+
+    def edit(self, path: str, old: str, new: str) -> str:
+        """Replace one exact occurrence of a string in a text file.
+
+        Args:
+            path: Path of the file, absolute or relative to /workdir.
+            old: The exact text to replace; it must occur exactly once in the file.
+            new: The replacement text.
+        """
+        script = (
+            "import sys\n"
+            "path, old, new = sys.argv[1:4]\n"
+            "text = open(path).read()\n"
+            "count = text.count(old)\n"
+            "if count != 1:\n"
+            "    sys.exit(f'Error: expected exactly one match of the old text, found {count}')\n"
+            "open(path, 'w').write(text.replace(old, new))\n"
+            "print('edited', path)\n"
+        )
+        args = " ".join(shlex.quote(a) for a in (path, old, new))
+        return self._run(f"python3 -c {shlex.quote(script)} {args}")
+
+    def ls(self, path: str) -> str:
+        """List a directory with sizes.
+
+        Args:
+            path: The directory, for example /home/user/input.
+        """
+        return self._run(f"ls -la -- {shlex.quote(path)}")
+
+    def grep(self, pattern: str, path: str) -> str:
+        """Search files for lines matching a regular expression (recursively in a directory).
+
+        Args:
+            pattern: An extended regular expression.
+            path: A file or directory to search.
+        """
+        return self._run(f"grep -rnE -m 50 -- {shlex.quote(pattern)} {shlex.quote(path)}")
+
+    def glob(self, pattern: str, path: str) -> str:
+        """Find files whose path matches a glob pattern such as `**/*.csv`.
+
+        Args:
+            pattern: A glob pattern, relative to `path`.
+            path: The directory to search from.
+        """
+        script = "import glob, sys; print('\\n'.join(sorted(glob.glob(sys.argv[2], root_dir=sys.argv[1], recursive=True))))"
+        return self._run(f"python3 -c {shlex.quote(script)} {shlex.quote(path)} {shlex.quote(pattern)}")
+
+    def submit_solution(self, answer: str) -> str:
+        """Submit the final answer: the value itself, not a command. Ends the episode.
+
+        Args:
+            answer: The answer, for example `42.5`, `Berlin`, `yes`, `a, b, c` or `2024-03-05`.
+        """
+        if self.done:
+            return _EPISODE_OVER
+        self._answer = str(answer)
+        self._close_sandbox()
+        return "Answer submitted."
+
+
+def prompt_messages(instruction: str) -> list[dict]:
+    """The conversation a rollout starts from: what TRL builds from a dataset row plus `reset`."""
+    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": instruction}]
+
+
+def tool_schemas() -> list[dict]:
+    """The JSON schemas TRL derives from the tools, for SFT data and evaluation prompts."""
+    from transformers.utils import get_json_schema
+
+    names = ["bash", "read", "write", "edit", "ls", "grep", "glob", "submit_solution"]
+    return [get_json_schema(getattr(DataAnalysisEnv, name)) for name in names]
