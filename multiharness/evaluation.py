@@ -9,6 +9,7 @@ tool calls, and the share of task groups whose sampled rewards are all equal (no
 """
 
 import contextlib
+import itertools
 import logging
 from dataclasses import dataclass, field
 from statistics import mean
@@ -17,7 +18,7 @@ import torch
 
 from .whitebox import DataAnalysisEnv, prompt_messages, tool_schemas
 
-__all__ = ["Episode", "Report", "evaluate"]
+__all__ = ["Episode", "Report", "evaluate", "select_tasks"]
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +54,16 @@ class Report:
     """Share of tasks whose samples all got the same reward (None with one sample per task)."""
     not_graded: int
     episodes: list[Episode]
+
+
+def select_tasks(tasks: list, difficulties: tuple[str, ...], limit: int | None = None) -> list:
+    """A fixed, balanced sample: round-robin over templates, so a small sample covers them all."""
+    by_template: dict[str, list] = {}
+    for task in tasks:
+        if task.difficulty in difficulties:
+            by_template.setdefault(task.template, []).append(task)
+    interleaved = [t for group in itertools.zip_longest(*by_template.values()) for t in group if t is not None]
+    return interleaved[:limit]
 
 
 def _generate(model, tokenizer, conversations, tools, *, temperature, max_new_tokens):

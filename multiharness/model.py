@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .paths import DEFAULT_MODEL_DIR
 
-__all__ = ["GGUF_FILE", "convert_default_model", "make_tiny_model", "load_model_and_tokenizer"]
+__all__ = ["GGUF_FILE", "convert_default_model", "make_tiny_model", "load_model_and_tokenizer", "cpu_supports_bf16"]
 
 logger = logging.getLogger(__name__)
 
@@ -103,3 +103,10 @@ def load_model_and_tokenizer(path: Path = DEFAULT_MODEL_DIR, *, dtype=None):
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
     model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=dtype)
     return model, tokenizer
+
+
+def cpu_supports_bf16() -> bool:
+    """True when this CPU has native bf16 matrix units (AVX512-BF16 or AMX), where bf16 trains ~3x faster."""
+    import torch
+
+    return torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()

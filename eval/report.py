@@ -1,0 +1,77 @@
+# Copyright 2026 The multiharness authors. Licensed under the Apache License, Version 2.0 (LICENSE).
+"""Compare evaluation reports side by side and draw the GRPO learning curve.
+
+    python eval/report.py base=outputs/eval-base.json sft=outputs/eval-sft.json \
+        grpo=outputs/eval-grpo.json --run outputs/whitebox --png outputs/learning_curve.png
+
+Prints one row per metric and one column per report, exactly as measured, then where the
+curve was saved. The curve is the mean training reward per GRPO step, read from the
+`trainer_state.json` the trainer writes.
+"""
+
+import argparse
+import json
+from pathlib import Path
+
+ROWS = [
+    ("pass@1 greedy", "greedy", "pass_at_1"),
+    ("pass@1 sampled", "sampled", "pass_at_1"),
+    ("mean reward (sampled)", "sampled", "mean_reward"),
+    ("mean tool calls (sampled)", "sampled", "mean_tool_calls"),
+    ("well-formed calls (sampled)", "sampled", "well_formed_share"),
+    ("groups with zero reward spread", "sampled", "zero_spread_share"),
+    ("not graded (sampled)", "sampled", "not_graded"),
+    ("pass@1 greedy, seen templates", "greedy_by_split", "seen_templates"),
+    ("pass@1 greedy, unseen templates", "greedy_by_split", "unseen_templates"),
+]
+
+
+def table(reports: dict[str, dict]) -> str:
+    names = list(reports)
+    lines = [f"{'':<34}" + "".join(f"{n:>10}" for n in names)]
+    for label, section, key in ROWS:
+        values = [reports[n][section].get(key) for n in names]
+        lines.append(f"{label:<34}" + "".join(f"{'-' if v is None else format(v, '.2f'):>10}" for v in values))
+    return "\n".join(lines)
+
+
+def learning_curve(run_dir: Path, png: Path) -> Path | None:
+    """Plot reward per step from the last trainer_state.json under run_dir; None if there is none."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display on servers and CI
+    import matplotlib.pyplot as plt
+
+    states = sorted(run_dir.glob("**/trainer_state.json"), key=lambda p: p.stat().st_mtime)
+    if not states:
+        return None
+    history = [h for h in json.loads(states[-1].read_text())["log_history"] if "reward" in h]
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ax.plot([h["step"] for h in history], [h["reward"] for h in history], marker="o")
+    ax.set_xlabel("GRPO step")
+    ax.set_ylabel("mean reward of the rollouts")
+    ax.set_title(f"Whitebox GRPO: {run_dir}")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(png, dpi=120)
+    return png
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("reports", nargs="+", help="NAME=PATH of reports written by eval/whitebox.py")
+    parser.add_argument("--run", type=Path, help="a GRPO output folder, for the learning curve")
+    parser.add_argument("--png", type=Path, help="where to save the learning curve")
+    args = parser.parse_args()
+    reports = {}
+    for item in args.reports:
+        name, _, path = item.partition("=")
+        reports[name] = json.loads(Path(path).read_text())
+    print(table(reports))
+    if args.run and args.png:
+        saved = learning_curve(args.run, args.png)
+        print(f"learning curve: {saved}" if saved else f"no trainer_state.json under {args.run}: no curve")
+
+
+if __name__ == "__main__":
+    main()

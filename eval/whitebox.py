@@ -1,0 +1,77 @@
+# Copyright 2026 The multiharness authors. Licensed under the Apache License, Version 2.0 (LICENSE).
+"""Measure a model in the whitebox environment: pass@1 greedy and at the training temperature.
+
+Runs the same tools, prompt, sandbox and reward as `train/whitebox.py` on a fixed, balanced
+sample of test tasks (round-robin over templates), once greedy and `--samples` times at
+`--temperature`, and writes a JSON report. Tasks whose template never appears in training are
+reported separately (`unseen`).
+
+    python eval/whitebox.py --model outputs/sft --limit 16 --output outputs/eval-sft.json
+"""
+
+import argparse
+import json
+import logging
+from dataclasses import asdict
+from pathlib import Path
+
+from multiharness.evaluation import evaluate, select_tasks
+from multiharness.model import load_model_and_tokenizer
+from multiharness.paths import DEFAULT_MODEL_DIR, DEFAULT_TASKS_DIR
+from multiharness.tasks import load_tasks
+
+METRICS = ["pass_at_1", "mean_reward", "mean_tool_calls", "well_formed_share", "zero_spread_share", "not_graded"]
+
+
+def summary(report) -> dict:
+    return {name: getattr(report, name) for name in METRICS}
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", type=Path, default=DEFAULT_MODEL_DIR, help="local model folder")
+    parser.add_argument("--tasks", type=Path, default=DEFAULT_TASKS_DIR / "test", help="built test tasks")
+    parser.add_argument("--difficulties", default="easy,medium", help="comma-separated tiers to sample from")
+    parser.add_argument("--limit", type=int, default=16, help="number of tasks")
+    parser.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (the training one)")
+    parser.add_argument("--samples", type=int, default=4, help="samples per task at --temperature (a GRPO group)")
+    parser.add_argument("--max-turns", type=int, default=4, help="model calls per episode")
+    parser.add_argument("--max-new-tokens", type=int, default=256, help="tokens per model call")
+    parser.add_argument("--sandbox", choices=["local", "docker", "daytona"], default="local", help="where tools run")
+    parser.add_argument("--output", type=Path, required=True, help="JSON report to write")
+    return parser.parse_args()
+
+
+def main():
+    args = parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    model, tokenizer = load_model_and_tokenizer(args.model)
+    tasks = select_tasks(load_tasks(args.tasks), tuple(args.difficulties.split(",")), args.limit)
+    paths = [str(t.path) for t in tasks]
+    settings = dict(max_turns=args.max_turns, max_new_tokens=args.max_new_tokens, sandbox=args.sandbox)
+    print(f"evaluating {args.model} on {len(tasks)} tasks from {args.tasks}")
+
+    greedy = evaluate(model, tokenizer, paths, temperature=0.0, **settings)
+    sampled = evaluate(model, tokenizer, paths, temperature=args.temperature, samples_per_task=args.samples, **settings)
+    unseen = {t.path.as_posix() for t in tasks if t.held_out_template}
+    result = {
+        "model": str(args.model),
+        "tasks": paths,
+        "greedy": summary(greedy),
+        "sampled": {"temperature": args.temperature, "samples": args.samples, **summary(sampled)},
+        "greedy_by_split": {
+            name: sum(e.reward is not None and e.reward > 0 for e in eps) / len(eps) if eps else None
+            for name, eps in [
+                ("seen_templates", [e for e in greedy.episodes if e.task_path not in unseen]),
+                ("unseen_templates", [e for e in greedy.episodes if e.task_path in unseen]),
+            ]
+        },
+        "episodes": [asdict(e) for e in greedy.episodes],
+    }
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(result, indent=1, default=str))
+    print(f"pass@1 greedy {greedy.pass_at_1:.2f}, sampled {sampled.pass_at_1:.2f}; report: {args.output}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,132 @@
+# Copyright 2026 The multiharness authors. Licensed under the Apache License, Version 2.0 (LICENSE).
+"""SFT warm start: teach a small model the tool-calling format before RL.
+
+A 135M model makes no well-formed tool call out of the box, so every GRPO group would get the
+same reward and no gradient. This script builds expert trajectories from the training tasks'
+reference solutions (a `bash` call that computes the answer from the input files, its real
+output from the sandbox, then `submit_solution`), saves them as a Hugging Face dataset, and
+fine-tunes on the assistant tokens only with TRL's `SFTTrainer`.
+
+To train on real teacher rollouts instead, pass `--dataset DIR` with a dataset saved by
+`datasets.Dataset.save_to_disk` that has the same columns (`messages`, `tools`; tool names
+`bash` and `submit_solution`).
+
+CPU (default, about 4 minutes on 2 cores):
+    python train/sft.py
+GPU:
+    python train/sft.py --preset gpu --model Qwen/Qwen3.5-2B --output outputs/sft-qwen
+CI smoke run (tiny random model, 2 steps):
+    python train/sft.py --preset smoke
+"""
+
+import argparse
+import json
+import logging
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from datasets import load_from_disk
+from trl import SFTConfig, SFTTrainer
+
+from multiharness.evaluation import select_tasks
+from multiharness.expert import expert_dataset
+from multiharness.model import cpu_supports_bf16, load_model_and_tokenizer, make_tiny_model
+from multiharness.paths import DEFAULT_MODEL_DIR, DEFAULT_TASKS_DIR
+from multiharness.tasks import load_tasks
+
+
+@dataclass(frozen=True)
+class Preset:
+    """Every number an SFT run depends on."""
+
+    trajectories: int  # expert episodes to build and train on
+    difficulties: tuple[str, ...]  # task tiers the trajectories come from
+    steps: int  # optimiser steps
+    batch_size: int  # sequences per step
+    learning_rate: float  # high for a 135M model learning a format; 1e-5 range for 2B models
+    max_length: int  # prompt (8 tool schemas ~ 700 tokens) + two calls + outputs
+
+
+PRESETS = {
+    # 64 easy/medium trajectories x 40 steps of 4: enough to reach ~100% well-formed calls.
+    "cpu": Preset(64, ("easy", "medium"), 40, 4, 1e-4, 2048),
+    "gpu": Preset(1000, ("easy", "medium", "hard"), 500, 16, 1e-5, 8192),
+    "smoke": Preset(4, ("easy",), 2, 2, 1e-4, 2048),
+}
+
+
+# ---------------------------------------------------------------- tasks → expert trajectories
+
+
+def build_trajectories(tasks_dir: Path, preset: Preset, sandbox: str, out: Path):
+    """Run reference solutions in the sandbox and keep the episodes that grade 1."""
+    tasks = select_tasks(load_tasks(tasks_dir), preset.difficulties, preset.trajectories)
+    dataset = expert_dataset(tasks, sandbox)
+    dataset.save_to_disk(out)
+    return dataset
+
+
+# ---------------------------------------------------------------- training
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--preset", choices=sorted(PRESETS), default="cpu", help="named set of sizes (see PRESETS)")
+    parser.add_argument("--model", type=Path, default=None, help="local model folder (default: SmolLM2-135M, or a tiny model for smoke)")
+    parser.add_argument("--tasks", type=Path, default=DEFAULT_TASKS_DIR / "train", help="built training tasks")
+    parser.add_argument("--dataset", type=Path, default=None, help="train on this saved dataset instead of building one")
+    parser.add_argument("--output", type=Path, default=Path("outputs/sft"), help="checkpoint and logs folder")
+    parser.add_argument("--steps", type=int, default=None, help="override the preset's number of steps")
+    parser.add_argument("--sandbox", choices=["local", "docker", "daytona"], default="local", help="where solutions run")
+    return parser.parse_args()
+
+
+def main():
+    args = parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    preset = PRESETS[args.preset]
+    steps = args.steps or preset.steps
+    args.output.mkdir(parents=True, exist_ok=True)
+
+    model_path = args.model or (make_tiny_model(args.output / "tiny-model") if args.preset == "smoke" else DEFAULT_MODEL_DIR)
+    bf16 = args.preset == "gpu" or cpu_supports_bf16()
+    model, tokenizer = load_model_and_tokenizer(model_path)
+    print(f"model: {model_path} ({sum(p.numel() for p in model.parameters()) / 1e6:.0f}M parameters, bf16={bf16})")
+
+    if args.dataset:
+        dataset = load_from_disk(args.dataset)
+    else:
+        dataset = build_trajectories(args.tasks, preset, args.sandbox, args.output / "expert_trajectories")
+    print(f"expert trajectories: {len(dataset)} (saved under {args.output / 'expert_trajectories'})")
+
+    config = SFTConfig(
+        output_dir=str(args.output),
+        max_steps=steps,
+        per_device_train_batch_size=preset.batch_size,
+        learning_rate=preset.learning_rate,
+        lr_scheduler_type="constant_with_warmup",
+        warmup_steps=min(4, steps // 4),
+        max_length=preset.max_length,
+        assistant_only_loss=True,  # learn the calls and the answer, not the task text or tool outputs
+        bf16=bf16,
+        use_cpu=args.preset != "gpu",
+        gradient_checkpointing=False,  # only costs time at 135M
+        logging_steps=1,
+        save_strategy="no",  # one final save below; SFT runs here are minutes long
+        report_to="none",
+        seed=0,
+    )
+    (args.output / "training_config.json").write_text(
+        json.dumps({"preset": args.preset, **asdict(preset), "steps": steps, "model": str(model_path)}, indent=2)
+    )
+    trainer = SFTTrainer(model=model, args=config, train_dataset=dataset, processing_class=tokenizer)
+    print(f"training {steps} steps")
+    trainer.train()
+    trainer.save_model(str(args.output))
+    # Save the inference template, not the training one with generation markers.
+    tokenizer.save_pretrained(str(args.output))
+    print(f"saved the SFT model to {args.output}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,164 @@
+# Copyright 2026 The multiharness authors. Licensed under the Apache License, Version 2.0 (LICENSE).
+"""GRPO on data-analysis tasks, with TRL running the tool loop (the whitebox loop).
+
+The model gets a task instruction and eight tools (bash, read, write, edit, ls, grep, glob,
+submit_solution) that run in a sandbox holding the task's input files. TRL's `GRPOTrainer`
+calls the tools through `environment_factory`; the environment grades the submitted answer
+on the host with the shared reward:
+
+    reward = correctness × (1 + 0.1·15/(15 + tool_calls))   (None when not graded)
+
+GRPO needs mixed success within a group: start from the SFT warm start (`train/sft.py`),
+not from the base 135M model, which makes no well-formed tool call.
+
+CPU (default: SmolLM2-135M or an SFT checkpoint, no vLLM):
+    python train/sft.py
+    python train/whitebox.py --model outputs/sft --steps 20
+
+GPU (reference recipe, vLLM server on one GPU, training on another):
+    # Terminal 1
+    CUDA_VISIBLE_DEVICES=0 trl vllm-serve --model Qwen/Qwen3.5-2B --max-model-len 16384
+    # Terminal 2
+    CUDA_VISIBLE_DEVICES=1 python train/whitebox.py --preset gpu --model Qwen/Qwen3.5-2B
+
+CI smoke run (tiny random model, 2 steps):
+    python train/whitebox.py --preset smoke
+"""
+
+import argparse
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from datasets import Dataset
+from trl import GRPOConfig, GRPOTrainer
+
+from multiharness.model import cpu_supports_bf16, load_model_and_tokenizer, make_tiny_model
+from multiharness.paths import DEFAULT_MODEL_DIR, DEFAULT_TASKS_DIR
+from multiharness.tasks import load_tasks
+from multiharness.whitebox import SYSTEM_PROMPT, DataAnalysisEnv
+
+
+@dataclass(frozen=True)
+class Preset:
+    """Every number a GRPO run depends on."""
+
+    difficulties: tuple[str, ...]  # task tiers to train on
+    steps: int  # optimiser steps
+    num_generations: int  # rollouts per task (the GRPO group)
+    rollouts_per_step: int  # rollouts per optimiser step (a multiple of num_generations)
+    learning_rate: float
+    temperature: float  # sampling temperature of the rollouts (full vocabulary: top_p 1, top_k 0)
+    max_completion_length: int  # tokens per rollout, tool outputs included
+    max_tool_calling_iterations: int  # model calls per rollout after the first
+    save_steps: int
+    use_vllm: bool
+
+
+PRESETS = {
+    # Sized for 2 CPU cores: one step of 8 rollouts with up to 3 tool calls takes about a minute.
+    "cpu": Preset(("easy", "medium"), 10, 4, 8, 1e-5, 1.0, 512, 3, 5, False),
+    # The reference recipe (LFM2.5-2.6B / Qwen3.5-2B): lr 3e-6 constant, T 0.8, 8 x 2 rollouts.
+    "gpu": Preset(("easy", "medium", "hard"), 500, 8, 16, 3e-6, 0.8, 4096, 16, 50, True),
+    "smoke": Preset(("easy",), 2, 2, 2, 1e-5, 1.0, 64, 2, 1, False),
+}
+
+
+# ---------------------------------------------------------------- tasks → dataset
+
+
+def task_dataset(tasks_dir: Path, difficulties: tuple[str, ...]) -> Dataset:
+    """One row per task: the fixed system prompt and the task path `reset` opens."""
+    tasks = [t for t in load_tasks(tasks_dir) if t.difficulty in difficulties]
+    if not tasks:
+        raise SystemExit(f"No {'/'.join(difficulties)} tasks under {tasks_dir}: run `python -m multiharness tasks build`.")
+    # `reset` appends the instruction to the last user message.
+    prompt = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": ""}]
+    return Dataset.from_list([{"prompt": prompt, "task_path": str(t.path)} for t in tasks])
+
+
+# ---------------------------------------------------------------- training
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--preset", choices=sorted(PRESETS), default="cpu", help="named set of hyper-parameters")
+    parser.add_argument("--model", default=None, help="model folder or Hub id (default: SmolLM2-135M; smoke: tiny)")
+    parser.add_argument("--tasks", type=Path, default=DEFAULT_TASKS_DIR / "train", help="built training tasks")
+    parser.add_argument("--output", type=Path, default=Path("outputs/whitebox"), help="checkpoints and logs")
+    parser.add_argument("--steps", type=int, default=None, help="override the preset's number of steps")
+    parser.add_argument("--save-steps", type=int, default=None, help="override the preset's checkpoint interval")
+    parser.add_argument("--sandbox", choices=["local", "docker", "daytona"], default="local", help="where tools run")
+    parser.add_argument("--resume", action="store_true", help="continue from the last checkpoint in --output")
+    parser.add_argument("--space-id", default=None, help="publish the Trackio dashboard to this HF Space")
+    parser.add_argument("--vllm-server", default="http://127.0.0.1:8000", help="vLLM server URL (gpu preset)")
+    return parser.parse_args()
+
+
+def main():
+    args = parse_args()
+    preset = PRESETS[args.preset]
+    steps = args.steps or preset.steps
+    args.output.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("TRACKIO_DIR", str(args.output.resolve() / "trackio"))  # local dashboard
+
+    model_id = args.model or (make_tiny_model(args.output / "tiny-model") if args.preset == "smoke" else DEFAULT_MODEL_DIR)
+    bf16 = preset.use_vllm or cpu_supports_bf16()
+    model, tokenizer = load_model_and_tokenizer(model_id) if Path(model_id).is_dir() else (str(model_id), None)
+    print(f"model: {model_id} (bf16={bf16})")
+
+    dataset = task_dataset(args.tasks, preset.difficulties)
+    print(f"tasks: {len(dataset)} from {args.tasks}")
+
+    def make_env():
+        return DataAnalysisEnv(sandbox=args.sandbox)
+
+    config = GRPOConfig(
+        output_dir=str(args.output),
+        max_steps=steps,
+        learning_rate=preset.learning_rate,
+        lr_scheduler_type="constant",
+        num_generations=preset.num_generations,
+        per_device_train_batch_size=preset.rollouts_per_step,
+        temperature=preset.temperature,
+        top_p=1.0,
+        top_k=0,  # full vocabulary
+        max_completion_length=preset.max_completion_length,
+        max_tool_calling_iterations=preset.max_tool_calling_iterations,
+        loss_type="dapo",
+        beta=0.0,  # no reference model: saves memory, and the KL term is not needed for short runs
+        bf16=bf16,
+        use_cpu=not preset.use_vllm,
+        gradient_checkpointing=preset.use_vllm,  # only costs time at 135M on a CPU
+        use_vllm=preset.use_vllm,
+        vllm_mode="server",
+        vllm_server_base_url=args.vllm_server if preset.use_vllm else None,
+        chat_template_kwargs={"enable_thinking": False},  # non-thinking template for hybrid models
+        save_steps=args.save_steps or preset.save_steps,
+        logging_steps=1,
+        log_completions=True,
+        report_to="trackio",
+        project="multiharness-whitebox",
+        trackio_space_id=args.space_id,
+        seed=0,  # fixes the data order, so --resume replays the same batches
+    )
+    (args.output / "training_config.json").write_text(
+        json.dumps({"preset": args.preset, **asdict(preset), "steps": steps, "model": str(model_id)}, indent=2)
+    )
+    trainer = GRPOTrainer(
+        model=model,
+        processing_class=tokenizer,
+        args=config,
+        train_dataset=dataset,
+        environment_factory=make_env,
+    )
+    print(f"training {steps} steps ({preset.rollouts_per_step} rollouts per step)")
+    trainer.train(resume_from_checkpoint=True if args.resume else None)
+    trainer.save_model(str(args.output))
+    trainer.save_state()  # trainer_state.json: the per-step log the learning curve is drawn from
+    print(f"saved the model to {args.output}; Trackio logs in {os.environ['TRACKIO_DIR']}")
+
+
+if __name__ == "__main__":
+    main()
