@@ -14,6 +14,12 @@ ladder of rungs; the first rung that matches scores 1. The answer type picks the
     6 symbolic         x                               math_verify: 1/2 == \\frac{1}{2} == 0.5
     * only when the gold itself is a number, a yes/no word or a date.
 
+Rules worth knowing: a numeric answer holds exactly one number ("The answer is 12.5" is
+fine, "12 or 13" scores 0); "12.5%" reads as 12.5; NaN and infinities never match; numbers
+match within max(1e-6, 1e-6 * |gold|) unless the gold sets atol/rtol; "03/05/2024" is no
+date (month and day order is ambiguous); a shell command ("echo 42", "cat answer.txt", or
+any |, <, >, $( or inner backtick) scores 0.
+
 Written by hand because no maintained package grades this ladder; `math_verify` covers the
 symbolic rung only, and it is used there (the rung is skipped when it is not installed).
 The file needs nothing but the standard library: each task ships a verbatim copy as
@@ -41,7 +47,16 @@ import threading
 import unicodedata
 from pathlib import Path
 
-__all__ = ["ANSWER_TYPES", "MAX_PREDICTION_CHARS", "SYMBOLIC_TIMEOUT_S", "grade", "grade_with_gold", "main"]
+__all__ = [
+    "ANSWER_TYPES",
+    "DEFAULT_TOLERANCE",
+    "MAX_PREDICTION_CHARS",
+    "SYMBOLIC_MAX_CHARS",
+    "SYMBOLIC_TIMEOUT_S",
+    "grade",
+    "grade_with_gold",
+    "main",
+]
 
 ANSWER_TYPES = ("numeric", "label", "yesno", "list", "date")
 """The kinds of gold answer a task can declare; each picks its rungs of the ladder."""
@@ -51,6 +66,11 @@ MAX_PREDICTION_CHARS = 10_000
 
 SYMBOLIC_TIMEOUT_S = 2.0
 """How long the symbolic rung may take; sympy can run for minutes on adversarial input."""
+
+SYMBOLIC_MAX_CHARS = 200
+"""Longer predictions skip the symbolic rung: the time limit cannot interrupt a long regular
+expression search inside math_verify (it holds the interpreter lock), and an expression
+answer is short."""
 
 DEFAULT_TOLERANCE = 1e-6
 """Without atol/rtol, numbers match when |p - g| <= max(1e-6, 1e-6 * |g|): float noise only."""
@@ -434,17 +454,24 @@ def _symbolic_equal(math_verify, prediction: str, gold: str, rules: _Rules) -> b
     # parsing_timeout/timeout_seconds=None: math_verify's own limit uses signal.alarm, which
     # works only in the main thread; _call_with_timeout enforces the limit instead.
     parsed = math_verify.parse(_as_latex(prediction), parsing_timeout=None)
-    gold_value = _as_number(gold)
-    if not parsed:
-        return False
-    try:
-        value = float(parsed[0])
-    except (TypeError, ValueError):  # a symbol, a set or an equation: no single value
-        value = None
-    if gold_value is not None and value is not None:
-        return rules.close(value, gold_value)
     gold_parsed = math_verify.parse(_as_latex(gold), parsing_timeout=None)
-    return bool(gold_parsed) and bool(math_verify.verify(gold_parsed, parsed, timeout_seconds=None))
+    if not parsed or not gold_parsed:
+        return False
+    value = _float_or_none(parsed[0])
+    gold_value = _as_number(gold)
+    if gold_value is None:
+        gold_value = _float_or_none(gold_parsed[0])
+    if value is not None and gold_value is not None:
+        return rules.close(value, gold_value)
+    return bool(math_verify.verify(gold_parsed, parsed, timeout_seconds=None))
+
+
+def _float_or_none(expression) -> float | None:
+    """The value of a parsed expression that is a number ("1/2", "\\sqrt{2}"), else None."""
+    try:
+        return float(expression)
+    except (TypeError, ValueError, OverflowError):  # a symbol, a set or an equation: no single value
+        return None
 
 
 def _call_with_timeout(function, timeout_s: float):
@@ -472,11 +499,17 @@ def _call_with_timeout(function, timeout_s: float):
 def _same_expression(prediction: str, gold: str, rules: _Rules) -> bool:
     """Rung 6: math_verify finds the prediction equal to the gold ("1/2", "\\frac{1}{2}", "50%" == 0.5).
 
-    Needs `math_verify` (skipped without it), one expression with a digit in the prediction
-    (so "12 or 13" stays 0), and an answer within SYMBOLIC_TIMEOUT_S seconds.
+    Needs `math_verify` (skipped without it), a prediction of at most SYMBOLIC_MAX_CHARS
+    characters holding one expression with a digit (so "12 or 13" stays 0), and an answer
+    within SYMBOLIC_TIMEOUT_S seconds.
     """
+    if not _one_expression(prediction):
+        return False
+    prediction = " ".join(prediction.split())
+    if len(prediction) > SYMBOLIC_MAX_CHARS:
+        return False
     math_verify = _load_math_verify()
-    if math_verify is None or not _one_expression(prediction):
+    if math_verify is None:
         return False
     result = _call_with_timeout(lambda: _symbolic_equal(math_verify, prediction, gold, rules), SYMBOLIC_TIMEOUT_S)
     return result is True
@@ -516,7 +549,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     try:
-        gold = json.loads(args.gold_file.read_text(encoding="utf-8"))
+        gold = json.loads(args.gold_file.read_text(encoding="utf-8-sig"))  # -sig: editors may add a BOM
         correctness = grade_with_gold(_read_prediction(), gold)
     except FileNotFoundError:
         print(f"not graded: gold file {args.gold_file} does not exist; pass --gold-file PATH.", file=sys.stderr)
