@@ -18,7 +18,7 @@ from pathlib import Path
 from multiharness.evaluation import evaluate, select_tasks
 from multiharness.model import load_model_and_tokenizer
 from multiharness.paths import DEFAULT_MODEL_DIR, DEFAULT_TASKS_DIR
-from multiharness.tasks import load_tasks
+from multiharness.tasks import HELD_OUT_TEMPLATES, load_tasks
 
 METRICS = ["pass_at_1", "mean_reward", "mean_tool_calls", "well_formed_share", "zero_spread_share", "not_graded"]
 
@@ -53,7 +53,7 @@ def main():
 
     greedy = evaluate(model, tokenizer, paths, temperature=0.0, **settings)
     sampled = evaluate(model, tokenizer, paths, temperature=args.temperature, samples_per_task=args.samples, **settings)
-    unseen = {t.path.as_posix() for t in tasks if t.held_out_template}
+    unseen = {str(t.path) for t in tasks if t.template in HELD_OUT_TEMPLATES}
     result = {
         "model": str(args.model),
         "tasks": paths,
