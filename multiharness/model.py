@@ -90,18 +90,18 @@ def make_tiny_model(out: Path, *, tokenizer_from: Path = DEFAULT_MODEL_DIR, seed
     return out
 
 
-def load_model_and_tokenizer(path: Path = DEFAULT_MODEL_DIR, *, dtype=None):
-    """Load a local model folder without touching the network; a missing folder says how to make it."""
+def load_model_and_tokenizer(model: str | Path = DEFAULT_MODEL_DIR, *, dtype=None):
+    """Load a local model folder without touching the network, or a Hub id (GPU machines are online)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    path = Path(path)
-    if not (path / "config.json").exists():
+    local = Path(model).is_dir()
+    if not local and (Path(model) == DEFAULT_MODEL_DIR or str(model).startswith((".", "/"))):
         raise FileNotFoundError(
-            f"No model folder at {path}. Run ./install.sh (it converts the default model), "
-            "or pass --model with a local Hugging Face model folder."
+            f"No model folder at {model}. Run ./install.sh (it converts the default model), "
+            "or pass --model with a local Hugging Face model folder or a Hub id."
         )
-    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-    model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=dtype)
+    tokenizer = AutoTokenizer.from_pretrained(model, local_files_only=local)
+    model = AutoModelForCausalLM.from_pretrained(model, local_files_only=local, dtype=dtype)
     return model, tokenizer
 
 

@@ -39,6 +39,7 @@ from multiharness.tasks import load_tasks
 class Preset:
     """Every number an SFT run depends on."""
 
+    model: str  # default model: a local folder (offline) or a Hub id (GPU machines are online)
     trajectories: int  # expert episodes to build and train on
     difficulties: tuple[str, ...]  # task tiers the trajectories come from
     steps: int  # optimiser steps
@@ -48,10 +49,20 @@ class Preset:
 
 
 PRESETS = {
-    # 64 easy/medium trajectories x 40 steps of 4: enough to reach ~100% well-formed calls.
-    "cpu": Preset(64, ("easy", "medium"), 40, 4, 1e-4, 2048),
-    "gpu": Preset(1000, ("easy", "medium", "hard"), 500, 16, 1e-5, 8192),
-    "smoke": Preset(4, ("easy",), 2, 2, 1e-4, 2048),
+    # 64 easy/medium trajectories, 40 steps of 4: enough for ~100% well-formed calls at 135M.
+    "cpu": Preset(
+        model=str(DEFAULT_MODEL_DIR), trajectories=64, difficulties=("easy", "medium"), steps=40,
+        batch_size=4, learning_rate=1e-4, max_length=2048,
+    ),
+    "gpu": Preset(
+        model="Qwen/Qwen3.5-2B", trajectories=1000, difficulties=("easy", "medium", "hard"), steps=500,
+        batch_size=16, learning_rate=1e-5, max_length=8192,
+    ),
+    # CI: a tiny random model (made on the fly), two steps.
+    "smoke": Preset(
+        model="", trajectories=4, difficulties=("easy",), steps=2, batch_size=2, learning_rate=1e-4,
+        max_length=2048,
+    ),
 }
 
 
@@ -72,7 +83,7 @@ def build_trajectories(tasks_dir: Path, preset: Preset, sandbox: str, out: Path)
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--preset", choices=sorted(PRESETS), default="cpu", help="named set of sizes (see PRESETS)")
-    parser.add_argument("--model", type=Path, default=None, help="local model folder (default: SmolLM2-135M, or a tiny model for smoke)")
+    parser.add_argument("--model", default=None, help="local model folder (default: SmolLM2-135M, or a tiny model for smoke)")
     parser.add_argument("--tasks", type=Path, default=DEFAULT_TASKS_DIR / "train", help="built training tasks")
     parser.add_argument("--dataset", type=Path, default=None, help="train on this saved dataset instead of building one")
     parser.add_argument("--output", type=Path, default=Path("outputs/sft"), help="checkpoint and logs folder")
@@ -88,7 +99,7 @@ def main():
     steps = args.steps or preset.steps
     args.output.mkdir(parents=True, exist_ok=True)
 
-    model_path = args.model or (make_tiny_model(args.output / "tiny-model") if args.preset == "smoke" else DEFAULT_MODEL_DIR)
+    model_path = args.model or (make_tiny_model(args.output / "tiny-model") if args.preset == "smoke" else preset.model)
     bf16 = args.preset == "gpu" or cpu_supports_bf16()
     model, tokenizer = load_model_and_tokenizer(model_path)
     print(f"model: {model_path} ({sum(p.numel() for p in model.parameters()) / 1e6:.0f}M parameters, bf16={bf16})")

@@ -17,7 +17,7 @@ CPU (default: SmolLM2-135M or an SFT checkpoint, no vLLM):
 
 GPU (reference recipe, vLLM server on one GPU, training on another):
     # Terminal 1
-    CUDA_VISIBLE_DEVICES=0 trl vllm-serve --model Qwen/Qwen3.5-2B --max-model-len 16384
+    CUDA_VISIBLE_DEVICES=0 trl vllm-serve --model Qwen/Qwen3.5-2B --port 8000 --max-model-len 16384
     # Terminal 2
     CUDA_VISIBLE_DEVICES=1 python train/whitebox.py --preset gpu --model Qwen/Qwen3.5-2B
 
@@ -32,7 +32,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from datasets import Dataset
-from trl import GRPOConfig, GRPOTrainer
 
 from multiharness.model import cpu_supports_bf16, load_model_and_tokenizer, make_tiny_model
 from multiharness.paths import DEFAULT_MODEL_DIR, DEFAULT_TASKS_DIR
@@ -40,10 +39,14 @@ from multiharness.tasks import load_tasks
 from multiharness.whitebox import SYSTEM_PROMPT, DataAnalysisEnv
 
 
+VLLM_SERVER = "http://127.0.0.1:8000"  # where `trl vllm-serve` listens by default
+
+
 @dataclass(frozen=True)
 class Preset:
     """Every number a GRPO run depends on."""
 
+    model: str  # default model: a local folder (offline) or a Hub id (GPU machines are online)
     difficulties: tuple[str, ...]  # task tiers to train on
     steps: int  # optimiser steps
     num_generations: int  # rollouts per task (the GRPO group)
@@ -58,10 +61,23 @@ class Preset:
 
 PRESETS = {
     # Sized for 2 CPU cores: one step of 8 rollouts with up to 3 tool calls takes about a minute.
-    "cpu": Preset(("easy", "medium"), 10, 4, 8, 1e-5, 1.0, 512, 3, 5, False),
-    # The reference recipe (LFM2.5-2.6B / Qwen3.5-2B): lr 3e-6 constant, T 0.8, 8 x 2 rollouts.
-    "gpu": Preset(("easy", "medium", "hard"), 500, 8, 16, 3e-6, 0.8, 4096, 16, 50, True),
-    "smoke": Preset(("easy",), 2, 2, 2, 1e-5, 1.0, 64, 2, 1, False),
+    "cpu": Preset(
+        model=str(DEFAULT_MODEL_DIR), difficulties=("easy", "medium"), steps=10, num_generations=4,
+        rollouts_per_step=8, learning_rate=1e-5, temperature=1.0, max_completion_length=512,
+        max_tool_calling_iterations=3, save_steps=5, use_vllm=False,
+    ),
+    # The reference recipe for LFM2.5-2.6B / Qwen3.5-2B: lr 3e-6 constant, T 0.8, 8 x 2 rollouts.
+    "gpu": Preset(
+        model="Qwen/Qwen3.5-2B", difficulties=("easy", "medium", "hard"), steps=500, num_generations=8,
+        rollouts_per_step=16, learning_rate=3e-6, temperature=0.8, max_completion_length=4096,
+        max_tool_calling_iterations=16, save_steps=50, use_vllm=True,
+    ),
+    # CI: a tiny random model (made on the fly), two steps, just enough to run every code path.
+    "smoke": Preset(
+        model="", difficulties=("easy",), steps=2, num_generations=2, rollouts_per_step=2,
+        learning_rate=1e-5, temperature=1.0, max_completion_length=64, max_tool_calling_iterations=2,
+        save_steps=1, use_vllm=False,
+    ),
 }
 
 
@@ -92,29 +108,15 @@ def parse_args():
     parser.add_argument("--sandbox", choices=["local", "docker", "daytona"], default="local", help="where tools run")
     parser.add_argument("--resume", action="store_true", help="continue from the last checkpoint in --output")
     parser.add_argument("--space-id", default=None, help="publish the Trackio dashboard to this HF Space")
-    parser.add_argument("--vllm-server", default="http://127.0.0.1:8000", help="vLLM server URL (gpu preset)")
+    parser.add_argument("--vllm-server", default=VLLM_SERVER, help="vLLM server URL (gpu preset)")
     return parser.parse_args()
 
 
-def main():
-    args = parse_args()
-    preset = PRESETS[args.preset]
-    steps = args.steps or preset.steps
-    args.output.mkdir(parents=True, exist_ok=True)
-    os.environ.setdefault("TRACKIO_DIR", str(args.output.resolve() / "trackio"))  # local dashboard
+def grpo_config(args, preset: Preset, steps: int, bf16: bool):
+    """The whole TRL configuration of a run, in one visible call."""
+    from trl import GRPOConfig
 
-    model_id = args.model or (make_tiny_model(args.output / "tiny-model") if args.preset == "smoke" else DEFAULT_MODEL_DIR)
-    bf16 = preset.use_vllm or cpu_supports_bf16()
-    model, tokenizer = load_model_and_tokenizer(model_id) if Path(model_id).is_dir() else (str(model_id), None)
-    print(f"model: {model_id} (bf16={bf16})")
-
-    dataset = task_dataset(args.tasks, preset.difficulties)
-    print(f"tasks: {len(dataset)} from {args.tasks}")
-
-    def make_env():
-        return DataAnalysisEnv(sandbox=args.sandbox)
-
-    config = GRPOConfig(
+    return GRPOConfig(
         output_dir=str(args.output),
         max_steps=steps,
         learning_rate=preset.learning_rate,
@@ -127,22 +129,44 @@ def main():
         max_completion_length=preset.max_completion_length,
         max_tool_calling_iterations=preset.max_tool_calling_iterations,
         loss_type="dapo",
-        beta=0.0,  # no reference model: saves memory, and the KL term is not needed for short runs
+        beta=0.0,  # no reference model: saves memory; the clipped ratio keeps updates close
         bf16=bf16,
         use_cpu=not preset.use_vllm,
         gradient_checkpointing=preset.use_vllm,  # only costs time at 135M on a CPU
         use_vllm=preset.use_vllm,
-        vllm_mode="server",
+        vllm_mode="server",  # a `trl vllm-serve` process on its own GPU (see the docstring)
         vllm_server_base_url=args.vllm_server if preset.use_vllm else None,
         chat_template_kwargs={"enable_thinking": False},  # non-thinking template for hybrid models
         save_steps=args.save_steps or preset.save_steps,
         logging_steps=1,
-        log_completions=True,
         report_to="trackio",
         project="multiharness-whitebox",
         trackio_space_id=args.space_id,
         seed=0,  # fixes the data order, so --resume replays the same batches
     )
+
+
+def main():
+    args = parse_args()
+    preset = PRESETS[args.preset]
+    steps = args.steps or preset.steps
+    args.output.mkdir(parents=True, exist_ok=True)
+    # Trackio reads its folder once, when TRL imports it: set it before anything imports TRL.
+    os.environ.setdefault("TRACKIO_DIR", str(args.output.resolve() / "trackio"))
+    from trl import GRPOTrainer
+
+    model_id = args.model or (make_tiny_model(args.output / "tiny-model") if args.preset == "smoke" else preset.model)
+    bf16 = preset.use_vllm or cpu_supports_bf16()
+    model, tokenizer = load_model_and_tokenizer(model_id)
+    print(f"model: {model_id} (bf16={bf16})")
+
+    dataset = task_dataset(args.tasks, preset.difficulties)
+    print(f"tasks: {len(dataset)} from {args.tasks}")
+
+    def make_env():
+        return DataAnalysisEnv(sandbox=args.sandbox)
+
+    config = grpo_config(args, preset, steps, bf16)
     (args.output / "training_config.json").write_text(
         json.dumps({"preset": args.preset, **asdict(preset), "steps": steps, "model": str(model_id)}, indent=2)
     )
