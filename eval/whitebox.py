@@ -18,8 +18,7 @@ from pathlib import Path
 from multiharness.evaluation import evaluate, select_tasks
 from multiharness.model import load_model_and_tokenizer
 from multiharness.paths import DEFAULT_MODEL_DIR, DEFAULT_TASKS_DIR
-from multiharness.tasks import load_tasks
-from multiharness.tasks.templates import HELD_OUT_TEMPLATES
+from multiharness.tasks import HELD_OUT_TEMPLATES, load_tasks
 
 METRICS = ["pass_at_1", "mean_reward", "mean_tool_calls", "well_formed_share", "zero_spread_share", "not_graded"]
 

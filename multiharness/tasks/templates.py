@@ -20,6 +20,7 @@ mixed dates and strip thousands separators, only for the columns the body uses.
 from __future__ import annotations
 
 import random
+import re
 import statistics
 from collections import Counter, defaultdict
 from collections.abc import Callable
@@ -155,7 +156,7 @@ def _ranked(totals: dict, k: int = 1) -> list:
 
 def _yes_no(a, b) -> str:
     """'yes' if a > b; redraw when the two are within 1% (a question about noise)."""
-    if abs(a - b) <= 0.01 * max(abs(a), abs(b)):
+    if abs(a - b) * 100 <= max(abs(a), abs(b)):
         raise _Redraw
     return "yes" if a > b else "no"
 
@@ -247,7 +248,9 @@ def _channel_share(rng, tier, t):
     if tier == "easy":
         pool = orders
         text = f"What percentage of all orders were placed through the {channel} channel?"
-        code = f'print(f"{{(orders[\'channel\'] == \'{channel}\').mean() * 100:.2f}}")'
+        code = _code("""
+print(f"{(orders['channel'] == '$channel').mean() * 100:.2f}")
+""", channel=channel)
     else:
         segment = rng.choice(("Consumer", "Corporate", "Small Business"))
         segment_of = {c["customer_id"]: c["segment"] for c in t["customers"].rows}
@@ -556,7 +559,7 @@ def _salary_compare(rng, tier, t):
     employees = t["employees"].rows
     if tier == "easy":
         first, second = rng.sample(sorted({e["city"] for e in employees}), 2)
-        column, group_of = "city", {e["employee_id"]: e["city"] for e in employees}
+        group_of = {e["employee_id"]: e["city"] for e in employees}
         text = f"Is the average salary of employees based in {first} higher than that of employees based in {second}?"
         code = _code("""
 average = employees.groupby("city")["salary"].mean()
@@ -565,13 +568,12 @@ print("yes" if average["$first"] > average["$second"] else "no")
     else:
         names = _department_names(t)
         first, second = rng.sample(sorted({names[e["department_id"]] for e in employees}), 2)
-        column, group_of = "department", {e["employee_id"]: names[e["department_id"]] for e in employees}
+        group_of = {e["employee_id"]: names[e["department_id"]] for e in employees}
         text = f"Is the average salary in the {first} department higher than in the {second} department?"
         code = _code("""
 average = employees.merge(departments, on="department_id").groupby("department_name")["salary"].mean()
 print("yes" if average["$first"] > average["$second"] else "no")
 """, first=first, second=second)
-    del column
     means = {
         group: _mean(e["salary"] for e in employees if group_of[e["employee_id"]] == group)
         for group in (first, second)
@@ -870,8 +872,9 @@ closed = tickets[(tickets["priority"] == "$priority") & tickets["closed_at"].not
 print(f"{((closed['closed_at'] - closed['opened_at']).dt.total_seconds() / 3600).median():.2f}")
 """, priority=priority)
     else:
-        team = rng.choice(sorted(set(_team_of(t).values())))
-        closed = [r for r in closed if _team_of(t)[r["agent_id"]] == team]
+        team_of = _team_of(t)
+        team = rng.choice(sorted(set(team_of.values())))
+        closed = [r for r in closed if team_of[r["agent_id"]] == team]
         text = (f"What is the median time to close, in hours, of the closed {priority}-priority tickets "
                 f"handled by the {team} team?")
         code = _code("""
@@ -911,12 +914,11 @@ def _team_satisfaction(rng, tier, t):
             scores[team_of[r["agent_id"]]].append(r["satisfaction"])
     means = {team: statistics.fmean(values) for team, values in scores.items()}
     where = "" if channel is None else f" submitted via {channel}"
+    keep = "" if channel is None else f'\nrated = rated[rated["channel"] == "{channel}"]'
     code = _code("""
-rated = tickets.merge(agents, on="agent_id")
+rated = tickets.merge(agents, on="agent_id")$keep
 print(rated.groupby("team")["satisfaction"].mean().idxmax())
-""")
-    if channel is not None:
-        code = code.replace("\nprint", f'\nrated = rated[rated["channel"] == "{channel}"]\nprint')
+""", keep=keep)
     return Question(
         f"Which support team has the highest average satisfaction score on rated tickets{where}? "
         f"Answer with the team name.",
@@ -936,8 +938,9 @@ def _open_tickets(rng, tier, t):
 print((tickets["closed_at"].isna() & (tickets["channel"] == "$channel")).sum())
 """, channel=channel)
     else:
-        team = rng.choice(sorted(set(_team_of(t).values())))
-        count = sum(_team_of(t)[r["agent_id"]] == team and r["closed_at"] is None for r in tickets)
+        team_of = _team_of(t)
+        team = rng.choice(sorted(set(team_of.values())))
+        count = sum(team_of[r["agent_id"]] == team and r["closed_at"] is None for r in tickets)
         text = f"How many tickets assigned to agents of the {team} team are still open (they have no closing time)?"
         code = _code("""
 mine = tickets.merge(agents, on="agent_id")
@@ -995,13 +998,13 @@ def generate(template_name: str, tier: str, seed: int) -> Draft:
 
 
 def _loading_code(draft: Draft, files: dict[str, str]) -> list[str]:
-    messy = draft.tier == "hard"
+    messy, body = draft.tier == "hard", draft.question.code
+    used = [table for table in draft.tables if re.search(rf"\b{table.name}\b", body)]
     lines = ["import pandas as pd"]
-    if "sqlite" in draft.formats.values():
+    if any(draft.formats[table.name] == "sqlite" for table in used):
         lines += ["import sqlite3", "", f'con = sqlite3.connect("{draft.domain.name}.db")']
     lines.append("")
-    body = draft.question.code
-    for table in draft.tables:
+    for table in used:
         name, fmt, file = table.name, draft.formats[table.name], files[table.name]
         read = {
             "csv": f'pd.read_csv("{file}")',
@@ -1022,7 +1025,8 @@ def _loading_code(draft: Draft, files: dict[str, str]) -> list[str]:
             elif column.kind in ("int", "money", "decimal") and messy and fmt in ("csv", "json", "jsonl"):
                 lines.append(f'{col} = pd.to_numeric({col}.astype(str).str.replace(",", ""), errors="coerce")')
             elif column.kind in ("date", "datetime"):
-                lines.append(f'{col} = pd.to_datetime({col}{", format=\"mixed\"" if messy else ""})')
+                mixed = ', format="mixed"' if messy else ""
+                lines.append(f"{col} = pd.to_datetime({col}{mixed})")
             elif column.kind == "bool" and fmt == "sqlite":
                 lines.append(f"{col} = {col}.astype(bool)  # SQLite stores booleans as 0/1")
     return lines
