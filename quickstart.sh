@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The main job on a laptop CPU (about 15 minutes on 2 cores): measure the base model on held-out
 # test tasks, SFT warm start on expert trajectories, a few GRPO steps in the whitebox loop,
-# measure again, and print a before/after table. Each line is a command you can run alone.
+# measure again, and print a before/after table. Each line is a command you can run alone;
+# the `quickstart` presets in train/ are sized for the time budget, `cpu` for a longer run.
 set -euo pipefail
 cd "$(dirname "$0")"
 PY=.venv/bin/python
 OUT=${OUT:-outputs/quickstart}
-EVAL="eval/whitebox.py --limit ${EVAL_TASKS:-12} --samples 4 --temperature 1.0"
+EVAL="eval/whitebox.py --limit ${EVAL_TASKS:-6} --samples 2 --temperature 1.0"
 export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 
 echo "== 1/6 build the task splits (deterministic, checked against data/*.json)"
@@ -14,11 +15,11 @@ $PY -m multiharness tasks build
 echo "== 2/6 measure the base model"
 $PY $EVAL --output "$OUT/eval-base.json"
 echo "== 3/6 SFT warm start on expert trajectories"
-$PY train/sft.py --output "$OUT/sft"
+$PY train/sft.py --preset quickstart --output "$OUT/sft"
 echo "== 4/6 measure the SFT model"
 $PY $EVAL --model "$OUT/sft" --output "$OUT/eval-sft.json"
 echo "== 5/6 GRPO in the whitebox loop, starting from SFT"
-$PY train/whitebox.py --model "$OUT/sft" --steps "${GRPO_STEPS:-4}" --output "$OUT/grpo"
+$PY train/whitebox.py --preset quickstart --model "$OUT/sft" --output "$OUT/grpo"
 echo "== 6/6 measure the GRPO model"
 $PY $EVAL --model "$OUT/grpo" --output "$OUT/eval-grpo.json"
 

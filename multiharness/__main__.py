@@ -32,7 +32,7 @@ def _tasks_build(args) -> int:
 def _tasks_verify(args) -> int:
     from .tasks import verify_tasks
 
-    report = verify_tasks(args.out)
+    report = verify_tasks(args.out, shell=args.shell)
     print(report.summary())
     for failure in report.failures:
         print(f"  ✗ {failure}")
@@ -94,6 +94,58 @@ def _engine(args) -> int:
     return 0
 
 
+# ---- episode ----------------------------------------------------------------------------------
+
+
+def _episode(args) -> int:
+    import time
+
+    import httpx
+
+    from .capture import start_capture
+    from .engine import EngineServer, LocalEngine, ScriptedPolicy
+    from .harnesses import get_harness, prefix_forks, run_episode
+    from .model import load_model_and_tokenizer
+    from .tasks import load_task, solution_command
+
+    harness, task = get_harness(args.harness), load_task(args.task)
+    engine, level = None, None
+    if args.engine:  # someone else's engine (vLLM): ask its name, let the proxy measure its capture level
+        engine_url = args.engine.rstrip("/").removesuffix("/v1")
+        model_name = httpx.get(f"{engine_url}/v1/models", timeout=30).json()["data"][0]["id"]
+    else:  # the local engine on --model, or the scripted stand-in that plays the task's reference solution
+        if args.policy == "scripted":
+            from transformers import AutoTokenizer
+
+            tokenizer = AutoTokenizer.from_pretrained(args.model, local_files_only=True)
+            # The trailing newline ends the heredoc before the policy wraps the command in `( ... ) > answer`.
+            policy = ScriptedPolicy(tokenizer, solution_command(task) + "\n")
+        else:
+            policy = LocalEngine(*load_model_and_tokenizer(args.model))
+        model_name = "scripted" if args.policy == "scripted" else Path(args.model).name
+        engine = EngineServer(policy, model_name=model_name)
+        engine_url, level = engine.start(), "tokens"  # the local engine returns token ids and processed logprobs
+    try:
+        with start_capture(engine_url, model_name, capture_level=level, max_tokens=args.max_tokens) as proxy:
+            result, trace, capture_error = run_episode(
+                harness, task, proxy, model=model_name, sampling={"temperature": args.temperature},
+                max_tokens=args.max_tokens, timeout_s=args.timeout,
+            )
+    finally:
+        if engine is not None:
+            engine.stop()
+    args.output.mkdir(parents=True, exist_ok=True)
+    trace_file = args.output / f"{harness.name}-{task.id}-{time.strftime('%Y%m%d-%H%M%S')}-{result.session_key[:8]}.json"
+    record = {**result.to_dict(), "capture_error": capture_error,
+              **(prefix_forks(trace) if trace is not None else {}), "trace_file": str(trace_file)}
+    trace_file.write_text(json.dumps({"episode": record, "trace": trace.model_dump() if trace else None}))
+    print(json.dumps({key: record[key] for key in (
+        "harness", "task_id", "correctness", "reward", "tool_calls", "model_calls", "seconds", "first_call_s",
+        "model_s", "harness_s", "capture_level", "failure", "error", "capture_error", "trace_file",
+    ) + (("transitions", "forks") if trace is not None else ())}))
+    return 0 if result.failure is None else 1
+
+
 # ---- parser -----------------------------------------------------------------------------------
 
 
@@ -111,6 +163,8 @@ def _parser() -> argparse.ArgumentParser:
     build.set_defaults(run=_tasks_build)
     verify = tasks_commands.add_parser("verify", help="check hashes, grade every reference solution, look for leaks")
     verify.add_argument("--out", type=Path, default=DEFAULT_TASKS_DIR, help="the folder `tasks build` wrote")
+    verify.add_argument("--shell", action="store_true",
+                        help="run every solution/solve.sh with bash (slower) instead of its Python in a warm worker")
     verify.set_defaults(run=_tasks_verify)
     importer = tasks_commands.add_parser("import", help="import SmolDataEnvs Harbor task folders")
     importer.add_argument("src", type=Path, help="folder of downloaded task folders (each with instruction.md)")
@@ -144,6 +198,21 @@ def _parser() -> argparse.ArgumentParser:
     engine.add_argument("--host", default="127.0.0.1", help="address to listen on")
     engine.add_argument("--port", type=int, default=8001, help="port to listen on")
     engine.set_defaults(run=_engine)
+
+    episode = commands.add_parser("episode", help="run one harness episode on a task; prints one JSON line")
+    episode.add_argument("--harness", required=True, choices=["opencode", "claude-code", "codex", "mini-swe-agent"],
+                         help="the agent CLI to run in the task's sandbox")
+    episode.add_argument("--task", type=Path, required=True, help="a task directory")
+    episode.add_argument("--engine", help="URL of a running engine with token ids (vLLM); default: start one here")
+    episode.add_argument("--model", type=Path, default=DEFAULT_MODEL_DIR, help="model folder for the local engine")
+    episode.add_argument("--policy", choices=["model", "scripted"], default="model",
+                         help="scripted: play the task's reference solution instead of sampling (a harness check)")
+    episode.add_argument("--timeout", type=float, default=900.0, help="seconds before the harness is killed")
+    episode.add_argument("--max-tokens", type=int, default=1024, help="sampled tokens per model call")
+    episode.add_argument("--temperature", type=float, default=1.0, help="sampling temperature the session pins")
+    episode.add_argument("--output", type=Path, default=DEFAULT_TASKS_DIR.parent / "episodes",
+                         help="folder for the episode's record and token-level trace (JSON)")
+    episode.set_defaults(run=_episode)
 
     return parser
 

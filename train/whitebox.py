@@ -66,6 +66,12 @@ PRESETS = {
         rollouts_per_step=8, learning_rate=1e-5, temperature=1.0, max_completion_length=512,
         max_tool_calling_iterations=3, save_steps=5, use_vllm=False,
     ),
+    # The main job's share of 15 minutes on 2 cores: two steps of one group of 4.
+    "quickstart": Preset(
+        model=str(DEFAULT_MODEL_DIR), difficulties=("easy", "medium"), steps=2, num_generations=4,
+        rollouts_per_step=4, learning_rate=1e-5, temperature=1.0, max_completion_length=512,
+        max_tool_calling_iterations=3, save_steps=1, use_vllm=False,
+    ),
     # The reference recipe for LFM2.5-2.6B / Qwen3.5-2B: lr 3e-6 constant, T 0.8, 8 x 2 rollouts.
     "gpu": Preset(
         model="Qwen/Qwen3.5-2B", difficulties=("easy", "medium", "hard"), steps=500, num_generations=8,
