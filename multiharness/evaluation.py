@@ -67,6 +67,7 @@ def select_tasks(tasks: list, difficulties: tuple[str, ...], limit: int | None =
 
 
 def _generate(model, tokenizer, conversations, tools, *, temperature, max_new_tokens):
+    """Generate one turn for each conversation; returns (prompt ids, completion ids) pairs."""
     prompts = [
         tokenizer.apply_chat_template(c, tools=tools, add_generation_prompt=True, tokenize=False)
         for c in conversations
@@ -78,8 +79,10 @@ def _generate(model, tokenizer, conversations, tools, *, temperature, max_new_to
         output = model.generate(**batch, max_new_tokens=max_new_tokens, pad_token_id=tokenizer.pad_token_id, **sampling)
     completions = output[:, batch["input_ids"].shape[1] :]
     eos = model.generation_config.eos_token_id
+    prompt_ids = [ids[mask.bool()].tolist() for ids, mask in zip(batch["input_ids"], batch["attention_mask"])]
     # Everything after the first end-of-turn token is padding of the finished rows.
-    return [row[: row.index(eos) + 1] if eos in row else row for row in completions.tolist()]
+    completion_ids = [row[: row.index(eos) + 1] if eos in row else row for row in completions.tolist()]
+    return list(zip(prompt_ids, completion_ids))
 
 
 def _call_tool(env: DataAnalysisEnv, call: dict) -> str:
@@ -126,8 +129,9 @@ def evaluate(
                 temperature=temperature, max_new_tokens=max_new_tokens,
             )
             still_active = []
-            for i, ids in zip(active, completions):
-                message = parse_response(tokenizer, ids)
+            for i, (prompt_ids, ids) in zip(active, completions):
+                # The parser needs the prompt: templates may open the assistant turn themselves.
+                message = parse_response(tokenizer, ids, prefix=prompt_ids, tools=tools)
                 conversations[i].append(message)
                 calls = message.get("tool_calls") or []
                 if not calls:

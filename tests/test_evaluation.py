@@ -1,0 +1,83 @@
+"""Whitebox evaluation: the tool loop outside the trainer, and the metrics of its report."""
+
+import json
+
+import pytest
+
+from multiharness import evaluation
+from multiharness.evaluation import Episode, _report, evaluate, select_tasks
+from multiharness.model import load_model_and_tokenizer, make_tiny_model
+from multiharness.tasks import load_task, run_reference_solution
+from multiharness.tasks.build import build_task, load_manifest
+
+
+@pytest.fixture(scope="module")
+def task(tmp_path_factory):
+    row = next(r for r in load_manifest("test") if r["difficulty"] == "easy")
+    path = tmp_path_factory.mktemp("tasks") / row["id"]
+    build_task(row, path)
+    return load_task(path)
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    return load_model_and_tokenizer(make_tiny_model(tmp_path_factory.mktemp("tiny")))
+
+
+def _scripted_replies(tokenizer, replies):
+    """Stands in for generation: each call returns the next scripted assistant turn's tokens."""
+    turns = iter(replies)
+
+    def generate(model, tok, conversations, tools, **kwargs):
+        completion = tokenizer(next(turns) + "<|im_end|>", add_special_tokens=False)["input_ids"]
+        prompts = [tok.apply_chat_template(c, tools=tools, add_generation_prompt=True, return_dict=False) for c in conversations]
+        return [(prompt, completion) for prompt in prompts]
+
+    return generate
+
+
+def test_a_model_that_submits_the_right_answer_passes(task, tiny, monkeypatch):
+    model, tokenizer = tiny
+    answer = run_reference_solution(task)
+    replies = [
+        '<tool_call>\n{"name": "ls", "arguments": {"path": "/home/user/input"}}\n</tool_call>',
+        '<tool_call>\n' + json.dumps({"name": "submit_solution", "arguments": {"answer": answer}}) + '\n</tool_call>',
+    ]
+    monkeypatch.setattr(evaluation, "_generate", _scripted_replies(tokenizer, replies))
+    report = evaluate(model, tokenizer, [str(task.path)], max_turns=4)
+    # ls runs in the sandbox (its listing is the next tool message), submit ends the episode.
+    episode = report.episodes[0]
+    assert (report.pass_at_1, episode.tool_calls, episode.reward) == (1.0, 2, pytest.approx(1.09375))
+
+
+def test_a_malformed_call_counts_against_well_formed_share(task, tiny, monkeypatch):
+    model, tokenizer = tiny
+    monkeypatch.setattr(evaluation, "_generate", _scripted_replies(tokenizer, ['<tool_call>\n{"name": bash\n</tool_call>']))
+    report = evaluate(model, tokenizer, [str(task.path)], max_turns=2)
+    assert (report.well_formed_share, report.pass_at_1, report.episodes[0].malformed_turns) == (0.0, 0.0, 1)
+
+
+def test_a_real_tiny_model_runs_the_loop(task, tiny):
+    # Random weights: nothing useful comes out, but generation, parsing and grading all run.
+    model, tokenizer = tiny
+    report = evaluate(model, tokenizer, [str(task.path)], temperature=1.0, samples_per_task=2, max_new_tokens=8)
+    assert len(report.episodes) == 2 and report.not_graded == 0 and report.zero_spread_share == 1.0
+
+
+@pytest.mark.parametrize(
+    "rewards, samples, expected_zero_spread",
+    [
+        ([1.0, 0.0, 0.0, 0.0], 2, 0.5),  # first group mixed, second all zero
+        ([1.0, 1.0, 1.0, 1.0], 2, 1.0),  # saturated: no GRPO signal anywhere
+        ([None, 0.0, 1.0, 0.0], 2, 0.0),  # a group with an ungraded episode is left out
+    ],
+)
+def test_zero_spread_share_counts_groups_without_signal(rewards, samples, expected_zero_spread):
+    episodes = [Episode(f"t{i // samples}", r, 1, 1, 0) for i, r in enumerate(rewards)]
+    assert _report(episodes, samples).zero_spread_share == expected_zero_spread
+
+
+def test_select_tasks_round_robins_over_templates(task):
+    tasks = [task] * 3 + [type(task)(**{**task.__dict__, "template": "other"})]
+    picked = select_tasks(tasks, ("easy",), 2)
+    assert [t.template for t in picked] == [task.template, "other"]
