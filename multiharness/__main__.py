@@ -112,7 +112,12 @@ def _episode(args) -> int:
     engine, level = None, None
     if args.engine:  # someone else's engine (vLLM): ask its name, let the proxy measure its capture level
         engine_url = args.engine.rstrip("/").removesuffix("/v1")
-        model_name = httpx.get(f"{engine_url}/v1/models", timeout=30).json()["data"][0]["id"]
+        try:
+            model_name = httpx.get(f"{engine_url}/v1/models", timeout=30).json()["data"][0]["id"]
+        except (httpx.HTTPError, ValueError, KeyError, IndexError) as error:
+            print(f"error: no model list at {engine_url}/v1/models ({error}); start the engine first "
+                  "(python -m multiharness engine, or vllm serve) or leave out --engine", file=sys.stderr)
+            return 2
     else:  # the local engine on --model, or the scripted stand-in that plays the task's reference solution
         if args.policy == "scripted":
             from transformers import AutoTokenizer
@@ -135,7 +140,8 @@ def _episode(args) -> int:
         if engine is not None:
             engine.stop()
     args.output.mkdir(parents=True, exist_ok=True)
-    trace_file = args.output / f"{harness.name}-{task.id}-{time.strftime('%Y%m%d-%H%M%S')}-{result.session_key[:8]}.json"
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    trace_file = args.output / f"{harness.name}-{task.id}-{stamp}-{result.session_key[:8]}.json"
     record = {**result.to_dict(), "capture_error": capture_error,
               **(prefix_forks(trace) if trace is not None else {}), "trace_file": str(trace_file)}
     trace_file.write_text(json.dumps({"episode": record, "trace": trace.model_dump() if trace else None}))

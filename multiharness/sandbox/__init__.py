@@ -23,6 +23,8 @@ Rules every backend keeps:
   `/workdir`, and are resolved inside the sandbox, so a symlink made by a command can never
   point them at the host;
 - `close()` is idempotent and removes everything: files, processes, the container;
+- extra host folders enter only when the caller names them (`mounts`, local backend), read-only:
+  a harness CLI's install, or the folder of the capture proxy's socket, never a checkout;
 - a sandbox that failed to start or died raises `SandboxError`; callers record the episode
   as not graded (reward None), never as a wrong answer.
 """
@@ -30,7 +32,9 @@ Rules every backend keeps:
 from __future__ import annotations
 
 import dataclasses
+import posixpath
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -122,10 +126,14 @@ class Sandbox(ABC):
         self.close()
 
 
-def open_sandbox(task_dir: str | Path, backend: str = "local", **limits) -> Sandbox:
+def open_sandbox(
+    task_dir: str | Path, backend: str = "local", *, mounts: Mapping[str, str | Path] | None = None, **limits
+) -> Sandbox:
     """Open a sandbox with the task's input files; `limits` are `Limits` fields by name.
 
-    Raises ValueError for an unknown backend or limit, SandboxError when it cannot start.
+    `mounts` maps absolute sandbox paths to host paths mounted there read-only (local backend
+    only): how `multiharness.harnesses` brings a harness CLI and the proxy's socket in.
+    Raises ValueError for an unknown backend, limit or mount, SandboxError when it cannot start.
     """
     if backend not in BACKENDS:
         raise ValueError(f"Unknown sandbox backend {backend!r}. Expected one of {list(BACKENDS)}.")
@@ -139,10 +147,28 @@ def open_sandbox(task_dir: str | Path, backend: str = "local", **limits) -> Sand
             f"Task directory {str(task_dir)!r} does not exist; build the tasks first "
             "(python -m multiharness tasks build) or pass the right path."
         )
+    if mounts and backend != "local":
+        raise ValueError(f"mounts are supported by the local sandbox only, not {backend!r}.")
+    checked = {}
+    for target, source in (mounts or {}).items():
+        target = posixpath.normpath(target)
+        if not target.startswith("/") or target == "/" or any(
+            target == place or target.startswith(place + "/") or place.startswith(target + "/")
+            for place in (WORKDIR, INPUT_DIR, "/usr", "/opt/venv", "/proc", "/dev", "/etc")
+        ):
+            raise ValueError(
+                f"Cannot mount at {target!r}: give an absolute path outside {WORKDIR}, {INPUT_DIR} and the "
+                "system folders, e.g. /opt/harness."
+            )
+        if not Path(source).exists():
+            raise ValueError(f"Cannot mount {str(source)!r} at {target}: it does not exist on the host.")
+        checked[target] = Path(source)
     # Imported here so that choosing one backend never needs another backend's packages.
     if backend == "local":
-        from .local import LocalSandbox as backend_class
-    elif backend == "docker":
+        from .local import LocalSandbox
+
+        return LocalSandbox(task_dir, Limits(**limits), checked)
+    if backend == "docker":
         from .docker import DockerSandbox as backend_class
     else:
         from .daytona import DaytonaSandbox as backend_class

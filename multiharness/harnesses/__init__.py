@@ -1,0 +1,97 @@
+"""Harnesses: real agent CLIs (OpenCode, Claude Code, Codex, mini-swe-agent) run in a task's sandbox.
+
+Harness in, graded and captured episode out. Each CLI runs headless inside the local sandbox,
+so its tool calls really run there (input at /home/user/input, answer to /workdir/answer.txt);
+its model calls go, in its own API dialect, through OpenEnv's capture proxy to the engine,
+which records the token-exact trace the trainer learns from. The answer is graded on the host.
+
+    from multiharness.harnesses import HARNESSES, HarnessSessionFactory
+
+    factory = HarnessSessionFactory(HARNESSES["opencode"], proxy, model="smol", sampling={"temperature": 1.0})
+    session = factory.create("build/tasks/train/train-0000-distinct-customers")
+    session.wait_for_completion()
+    trace, verdict = session.fetch_training_trace(), session.verify([])
+    session.close()
+
+`run_episode` does the same in one call and returns the `EpisodeResult`. Modules: `_common`
+(sandbox, bridge to the proxy, launch, clean-up: shared by all), one module per CLI
+(`opencode`, `claude_code`, `codex`, `mini_swe_agent`: its configuration and how to count its
+tool calls), `session` (OpenEnv's `TrainableSession`, grading, reward, failures).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from ..capture import CaptureError, CaptureProxy
+from ..tasks import Task
+from ._common import Harness
+from .claude_code import ClaudeCode
+from .codex import Codex
+from .mini_swe_agent import MiniSweAgent
+from .opencode import OpenCode
+from .session import DEFAULT_TIMEOUT_S, EpisodeResult, HarnessSession, HarnessSessionFactory, prefix_forks
+
+__all__ = [
+    "HARNESSES",
+    "DEFAULT_TIMEOUT_S",
+    "EpisodeResult",
+    "Harness",
+    "HarnessSession",
+    "HarnessSessionFactory",
+    "get_harness",
+    "prefix_forks",
+    "run_episode",
+]
+
+HARNESSES: dict[str, Harness] = {
+    harness.name: harness for harness in (OpenCode(), ClaudeCode(), Codex(), MiniSweAgent())
+}
+"""Every harness by its `--harness` name."""
+
+
+def get_harness(name: str) -> Harness:
+    """The harness called `name`; ValueError listing the known names otherwise."""
+    if name not in HARNESSES:
+        raise ValueError(f"Unknown harness {name!r}. Expected one of {list(HARNESSES)}.")
+    return HARNESSES[name]
+
+
+def run_episode(
+    harness: str | Harness,
+    task: Task | str | Path,
+    proxy: CaptureProxy,
+    *,
+    model: str,
+    sampling: Mapping | None = None,
+    max_tokens: int | None = None,
+    max_model_calls: int | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    sandbox: str = "local",
+):
+    """Run one episode to its end; return `(EpisodeResult, TrainingTrace or None, capture error or None)`."""
+    harness = get_harness(harness) if isinstance(harness, str) else harness
+    session = HarnessSession(
+        harness,
+        task,
+        proxy,
+        model=model,
+        sampling=sampling,
+        max_tokens=max_tokens,
+        max_model_calls=max_model_calls,
+        timeout_s=timeout_s,
+        sandbox=sandbox,
+    )
+    try:
+        try:
+            session.wait_for_completion()
+        except TimeoutError:  # recorded in the result as a harness failure
+            pass
+        try:
+            trace, capture_error = session.fetch_training_trace(), None
+        except CaptureError as error:
+            trace, capture_error = None, str(error)
+        return session.result, trace, capture_error
+    finally:
+        session.close()

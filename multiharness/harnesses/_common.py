@@ -1,0 +1,425 @@
+"""What every harness runner shares, written once: sandbox, proxy bridge, launch, clean-up, result.
+
+A harness module only says how its CLI is configured (`Launch`: files, environment, argv) and
+how to count its native tool actions; `run_harness` does the rest, the same way for all four:
+
+1. open the task's sandbox with the harness's install mounted read-only (`Harness.mounts`) and
+   the folder of a unix socket that leads to the capture proxy (`_Bridge`);
+2. write the harness's configuration into a fresh HOME inside the sandbox (/home/user);
+3. run one sandbox command: a tiny forwarder (`FORWARDER`, the sandbox's own Python) listens on
+   the sandbox's loopback and passes each connection to the socket, then the CLI starts headless
+   in /workdir with only the variables it needs (the sandbox gives a command no host variable,
+   so no HF_TOKEN or API key of the host ever reaches it), its event stream written to a file;
+4. on its wall-clock timeout the sandbox kills the command's pid namespace: the CLI, every tool
+   process it started and the forwarder, all at once;
+5. read back the event stream and /workdir/answer.txt, close the sandbox and the bridge.
+
+Why a socket and a forwarder, not the host's network: the sandbox keeps its own network
+namespace, so the model's tool commands still reach nothing but their loopback, where the only
+listener is the forwarder to the capture proxy. Harness CLIs speak HTTP over TCP only, hence the
+forwarder inside. Why by hand: no maintained package runs these CLIs in a bubblewrap sandbox
+against a capture proxy; OpenEnv's Harbor seams (`openenv.harbor.seams`) were the reference for
+each CLI's settings.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shlex
+import shutil
+import socket
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..paths import TOOLS_DIR
+from ..sandbox import WORKDIR, Sandbox, SandboxError, open_sandbox
+
+__all__ = [
+    "ANSWER_PATH",
+    "BOUNDARIES",
+    "HOME",
+    "Harness",
+    "HarnessRun",
+    "Launch",
+    "LaunchContext",
+    "NPM_MOUNT",
+    "json_lines",
+    "npm_cli",
+    "run_harness",
+]
+
+logger = logging.getLogger(__name__)
+
+HOME = "/home/user"
+"""The harness's HOME inside the sandbox: a fresh tmpfs per episode, so no state carries over."""
+ANSWER_PATH = f"{WORKDIR}/answer.txt"
+"""Where the task asks for the answer; read back and graded on the host."""
+BOUNDARIES = ("harness", "sandbox", "engine", "task")
+"""Where an episode that was not graded failed (the `failure` of a result)."""
+
+SANDBOX_PROXY_PORT = 18080
+"""Port of the forwarder on the sandbox's own loopback (each sandbox has its own network)."""
+SOCKET_DIR = "/run/multiharness"
+"""Where the folder of the bridge's unix socket is mounted inside the sandbox."""
+OUTPUT_DIR = "/tmp/harness"
+"""Inside the sandbox: the CLI's event stream and the forwarder's log."""
+EVENTS_FILE = f"{OUTPUT_DIR}/events.jsonl"
+MEMORY_MB = 8192
+"""Address space per process: Bun and Node reserve far more virtual memory than they use."""
+PROCESSES = 512
+"""Processes and threads at once: a CLI runs dozens of threads besides the tool commands."""
+MODEL_ROUTES = (b"/chat/completions", b"/responses", b"/messages")
+"""Paths of model calls in the three dialects (Claude Code's /messages/count_tokens is not one)."""
+_FORWARDER_READY = f"{OUTPUT_DIR}/forwarder.ready"
+_FORWARDER_START_S = 10.0
+
+# The forwarder inside the sandbox, run by the sandbox's own Python: loopback TCP in, unix socket out.
+FORWARDER = """
+import asyncio, pathlib, sys
+SOCKET, PORT, READY = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+
+async def pump(reader, writer):
+    try:
+        while data := await reader.read(1 << 16):
+            writer.write(data)
+            await writer.drain()
+        writer.write_eof()
+    except (OSError, RuntimeError):
+        writer.close()
+
+async def handle(client_reader, client_writer):
+    try:
+        proxy_reader, proxy_writer = await asyncio.open_unix_connection(SOCKET)
+    except OSError:
+        client_writer.close()
+        return
+    await asyncio.gather(pump(client_reader, proxy_writer), pump(proxy_reader, client_writer))
+    proxy_writer.close()
+    client_writer.close()
+
+async def main():
+    server = await asyncio.start_server(handle, "127.0.0.1", PORT)
+    pathlib.Path(READY).touch()
+    await server.serve_forever()
+
+asyncio.run(main())
+"""
+
+
+NPM_MOUNT = ("/opt/harness/npm", TOOLS_DIR / "npm")
+"""(sandbox path, host path) of the npm prefix holding OpenCode, Codex and Claude Code."""
+
+
+def npm_cli(name: str) -> str:
+    """The sandbox path of an npm CLI's launcher (the same entry point a user runs)."""
+    return f"{NPM_MOUNT[0]}/node_modules/.bin/{name}"
+
+
+def json_lines(text: str) -> list[dict]:
+    """The JSON objects of a JSON-lines stream; other lines (logs, blanks) are skipped."""
+    events = []
+    for line in text.splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict):
+            events.append(event)
+    return events
+
+
+# ---- what a harness module provides ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LaunchContext:
+    """What a harness needs to know to configure itself for one episode."""
+
+    base_url: str
+    """The capture proxy's root as the CLI sees it inside the sandbox (no /v1)."""
+    api_key: str
+    """The capture session key: the CLI's API key."""
+    model: str
+    """The served model's name."""
+    instruction: str
+    """The task's instruction: the CLI's prompt."""
+    max_model_calls: int
+    """The session's model-call budget (a CLI that needs its own step limit sets it from this)."""
+
+
+@dataclass(frozen=True)
+class Launch:
+    """How to start a harness: files to write first, its variables, its command line."""
+
+    argv: list[str]
+    """The CLI and its arguments; it runs in /workdir and writes its event stream to stdout."""
+    env: dict[str, str] = field(default_factory=dict)
+    """Variables on top of the sandbox's clean environment (PATH, HOME=/home/user, LANG)."""
+    files: dict[str, str] = field(default_factory=dict)
+    """Sandbox path -> text, written before the start (configuration under HOME)."""
+
+
+class Harness:
+    """One agent CLI: how it is installed, configured and launched, and how it counts tool calls."""
+
+    name: str = ""
+    """Registry name (`--harness`)."""
+    dialect: str = ""
+    """The API it speaks to the proxy: "chat", "responses" or "anthropic"."""
+    read_back: tuple[str, ...] = ()
+    """Sandbox files read back after the run besides the event stream (mini's trajectory)."""
+
+    def mounts(self) -> dict[str, Path]:
+        """Sandbox path -> host path of the CLI's install, mounted read-only."""
+        raise NotImplementedError
+
+    def launch(self, context: LaunchContext) -> Launch:
+        """Configuration files, variables and command line for one episode."""
+        raise NotImplementedError
+
+    def count_tool_calls(self, events: str, files: dict[str, str]) -> int:
+        """Native tool actions, counted from the CLI's own output (`events`: its stdout)."""
+        raise NotImplementedError
+
+    def agent_ended(self, events: str, files: dict[str, str]) -> bool:
+        """Whether the CLI's own output reports that its agent loop ended for a reason of the model's
+        (the reply ran past the output cap again and again, the conversation outgrew the context),
+        so that a non-zero exit status is the model's doing, not a crash. False by default."""
+        return False
+
+    def missing(self) -> str | None:
+        """Why the CLI cannot run here (what to install), or None when it can."""
+        absent = [str(path) for path in self.mounts().values() if not path.exists()]
+        if absent:
+            return f"{self.name} is not installed (missing {', '.join(absent)}): run ./install.sh"
+        return None
+
+
+# ---- the host end of the way to the proxy ----------------------------------------------------
+
+
+class _Bridge:
+    """A unix socket in a private folder; each connection is passed on to the proxy's TCP port.
+
+    It also times the model calls as they cross it: a call starts with the first bytes of a
+    request to a model route and ends with the last bytes of its answer (streamed or not; HTTP/1.1
+    sends one request at a time on a connection), so the rest of the episode is the harness's own.
+    """
+
+    def __init__(self, host: str, port: int):
+        self.host, self.port = host, port
+        self.folder = Path(tempfile.mkdtemp(prefix="multiharness-bridge-"))
+        self.folder.chmod(0o755)  # the sandbox user (another uid when the host user is root) enters it
+        self.path = self.folder / "proxy.sock"
+        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._listener.bind(str(self.path))
+        self.path.chmod(0o666)  # and connects to it
+        self._listener.listen(64)
+        self._lock = threading.Lock()
+        self._open: set[socket.socket] = set()
+        self.calls: list[tuple[float, float | None]] = []
+        """(request start, last answer byte) per model call, in monotonic seconds."""
+        self._thread = threading.Thread(target=self._accept, daemon=True, name="multiharness-bridge")
+        self._thread.start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:  # closed: the episode is over
+                return
+            try:
+                upstream = socket.create_connection((self.host, self.port), timeout=10)
+                upstream.settimeout(None)
+            except OSError as error:
+                logger.warning("bridge: the proxy at %s:%d refused a connection: %s", self.host, self.port, error)
+                client.close()
+                continue
+            current = [None]  # index into self.calls of this connection's model call, if one is open
+            with self._lock:
+                self._open.update((client, upstream))
+            threading.Thread(target=self._pump, args=(client, upstream, current, True), daemon=True).start()
+            threading.Thread(target=self._pump, args=(upstream, client, current, False), daemon=True).start()
+
+    def _pump(self, source: socket.socket, target: socket.socket, current: list, request: bool) -> None:
+        try:
+            while data := source.recv(1 << 16):
+                now = time.monotonic()
+                with self._lock:
+                    if request and data[:5] in (b"POST ", b"GET /"):
+                        path = data.split(b" ", 2)[1].split(b"?")[0] if b" " in data else b""
+                        current[0] = None
+                        if path.endswith(MODEL_ROUTES):
+                            self.calls.append((now, None))
+                            current[0] = len(self.calls) - 1
+                    elif not request and current[0] is not None:
+                        self.calls[current[0]] = (self.calls[current[0]][0], now)
+                target.sendall(data)
+            target.shutdown(socket.SHUT_WR)
+        except OSError:  # the other side went away; close both
+            pass
+        finally:
+            if not request:
+                for end in (source, target):
+                    self._close(end)
+
+    def _close(self, end: socket.socket) -> None:
+        with self._lock:
+            self._open.discard(end)
+        try:
+            end.close()
+        except OSError:  # cleanup: already closed
+            pass
+
+    def close(self) -> None:
+        try:
+            self._listener.shutdown(socket.SHUT_RDWR)
+        except OSError:  # cleanup: never connected
+            pass
+        self._listener.close()
+        with self._lock:
+            ends = list(self._open)
+        for end in ends:
+            try:
+                end.shutdown(socket.SHUT_RDWR)
+            except OSError:  # cleanup: already gone
+                pass
+            self._close(end)
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+# ---- one run ---------------------------------------------------------------------------------
+
+
+@dataclass
+class HarnessRun:
+    """What one run of a harness CLI did in its sandbox (before grading)."""
+
+    exit_code: int | None = None
+    """The CLI's exit status; None when it never started."""
+    timed_out: bool = False
+    """True when the wall-clock timeout killed it and everything it started."""
+    answer: str | None = None
+    """The text of /workdir/answer.txt, None when there was none."""
+    tool_calls: int | None = None
+    """Native tool actions counted from the CLI's output."""
+    failure: str | None = None
+    """The boundary that failed ("harness", "sandbox"), None when the run itself went through."""
+    error: str | None = None
+    """What went wrong, for a person."""
+    output_tail: str = ""
+    """The end of the CLI's stderr (and the launcher's messages)."""
+    events: str = ""
+    """The CLI's stdout: its event stream (JSON lines for the three npm CLIs)."""
+    files: dict[str, str] = field(default_factory=dict)
+    """Files read back (`Harness.read_back`)."""
+    seconds: float = 0.0
+    """Wall time from sandbox open to close."""
+    launch_s: float | None = None
+    """Monotonic time the CLI was launched."""
+    calls: list[tuple[float, float | None]] = field(default_factory=list)
+    """(start, answered) monotonic times of the HTTP calls that crossed the bridge."""
+
+
+def _script(launch: Launch, socket_path: str) -> str:
+    """The one sandbox command: start the forwarder, wait for it, run the CLI with its variables."""
+    exports = "\n".join(f"export {name}={shlex.quote(value)}" for name, value in launch.env.items())
+    return f"""mkdir -p {OUTPUT_DIR}
+python3 -c {shlex.quote(FORWARDER)} {socket_path} {SANDBOX_PROXY_PORT} {_FORWARDER_READY} \\
+    > {OUTPUT_DIR}/forwarder.log 2>&1 &
+for _ in $(seq {int(_FORWARDER_START_S / 0.02)}); do [ -e {_FORWARDER_READY} ] && break; sleep 0.02; done
+if [ ! -e {_FORWARDER_READY} ]; then
+    echo "multiharness: the proxy forwarder did not start:" >&2; cat {OUTPUT_DIR}/forwarder.log >&2; exit 97
+fi
+{exports}
+cd {WORKDIR}
+{shlex.join(launch.argv)} > {EVENTS_FILE}
+"""
+
+
+def run_harness(
+    harness: Harness,
+    task_dir: Path,
+    *,
+    proxy_host: str,
+    proxy_port: int,
+    context: LaunchContext,
+    timeout_s: float,
+    sandbox: str = "local",
+    on_open: Callable[[Sandbox], None] | None = None,
+) -> HarnessRun:
+    """Run `harness` once on the task in a fresh sandbox; never raises for a failed run.
+
+    The returned `HarnessRun` says what happened; `failure` names the boundary when the run
+    could not go through (the CLI missing or crashed or timed out: "harness"; the sandbox would
+    not start or died: "sandbox"). A CLI that exits non-zero is a "harness" failure here, unless
+    its output says its agent loop ended (`Harness.agent_ended`); the caller may reassign a
+    failure to the engine after checking that the engine is alive. `on_open`
+    receives the sandbox once it is open, so another thread can `close()` it to stop the run.
+    """
+    run = HarnessRun()
+    started = time.monotonic()
+    missing = harness.missing()
+    if missing:
+        run.failure, run.error = "harness", missing
+        return run
+    if sandbox != "local":
+        run.failure = "sandbox"
+        run.error = f"harness runs need the local sandbox (bubblewrap); {sandbox!r} cannot reach the proxy yet"
+        return run
+    launch = harness.launch(context)
+    bridge = _Bridge(proxy_host, proxy_port)
+    box = None
+    try:
+        mounts = {**harness.mounts(), SOCKET_DIR: bridge.folder}
+        limits = {"timeout_s": timeout_s, "memory_mb": MEMORY_MB, "processes": PROCESSES}
+        box = open_sandbox(task_dir, sandbox, mounts=mounts, **limits)
+        if on_open is not None:
+            on_open(box)
+        for path, text in launch.files.items():
+            box.write_file(path, text)
+        run.launch_s = time.monotonic()
+        result = box.exec(_script(launch, f"{SOCKET_DIR}/{bridge.path.name}"), timeout=timeout_s)
+        run.exit_code, run.timed_out, run.output_tail = result.exit_code, result.timed_out, result.output
+        run.events = _read(box, EVENTS_FILE) or ""
+        run.files = {path: text for path in harness.read_back if (text := _read(box, path)) is not None}
+        run.answer = _read(box, ANSWER_PATH)
+    except SandboxError as error:
+        run.failure, run.error = "sandbox", str(error)
+    except OSError as error:  # a file could not be written or read through a live sandbox
+        run.failure, run.error = "sandbox", f"{type(error).__name__}: {error}"
+    finally:
+        if box is not None:
+            box.close()
+        bridge.close()
+        run.calls = list(bridge.calls)
+        run.seconds = time.monotonic() - started
+    if run.failure is None:
+        if run.timed_out:
+            run.failure = "harness"
+            run.error = f"{harness.name} ran past its {timeout_s:.0f} s timeout and was killed with all its processes"
+        elif run.exit_code == 97 and "proxy forwarder did not start" in run.output_tail:
+            run.failure, run.error = "sandbox", run.output_tail.strip()[-2000:]
+        elif run.exit_code != 0 and harness.agent_ended(run.events, run.files):
+            logger.info("%s exited with code %s after its agent loop ended; graded", harness.name, run.exit_code)
+        elif run.exit_code != 0:
+            run.failure = "harness"
+            said = run.output_tail.strip()[-2000:] or "no output"
+            run.error = f"{harness.name} exited with code {run.exit_code}: {said}"
+    try:
+        run.tool_calls = harness.count_tool_calls(run.events, run.files)
+    except (ValueError, KeyError, TypeError) as error:  # unreadable output: the count is unknown
+        logger.warning("%s: could not count tool calls: %s", harness.name, error)
+    return run
+
+
+def _read(box, path: str) -> str | None:
+    try:
+        return box.read_file(path)
+    except FileNotFoundError:
+        return None
