@@ -4,6 +4,7 @@
   grade                       grade one answer (against a gold string or a task)
   sandbox run                 run one command in a fresh sandbox of a task
   engine                      serve a local model with token ids and behaviour logprobs
+  episode                     run one task in a real harness CLI through the capture proxy
 """
 
 import argparse
@@ -124,7 +125,7 @@ def _episode(args) -> int:
 
             tokenizer = AutoTokenizer.from_pretrained(args.model, local_files_only=True)
             # The trailing newline ends the heredoc before the policy wraps the command in `( ... ) > answer`.
-            policy = ScriptedPolicy(tokenizer, solution_command(task) + "\n")
+            policy = ScriptedPolicy(tokenizer, solution_command(task))
         else:
             policy = LocalEngine(*load_model_and_tokenizer(args.model))
         model_name = "scripted" if args.policy == "scripted" else Path(args.model).name

@@ -162,6 +162,10 @@ class CaptureProxy:
         """Model calls forwarded to the engine for this session (budget stops not included)."""
         return self._session(key).model_calls
 
+    def upstream_errors(self, key: str) -> int:
+        """Calls of this session that failed to reach the engine (a dead engine shows here)."""
+        return self._session(key).upstream_errors
+
     def budget_stops(self, key: str) -> int:
         """Calls the proxy answered itself because the session's budget was spent."""
         return self._session(key).budget_stop_count

@@ -424,7 +424,7 @@ def test_scripted_policy_plays_solve_write_answer_then_stops(tiny):
             for call in message.get("tool_calls") or []:
                 messages.append({"role": "tool", "tool_call_id": call["id"], "content": "42"})
     commands = [json.loads(m["tool_calls"][0]["function"]["arguments"])["command"] for m in replies[:2]]
-    assert commands == ["wc -l < a.csv", f"(wc -l < a.csv) > {ANSWER_PATH}"]
+    assert commands == ["wc -l < a.csv", f"(wc -l < a.csv\n) > {ANSWER_PATH}"]
     assert replies[2] == {"role": "assistant", "content": FINAL_MESSAGE}
 
 
@@ -438,5 +438,5 @@ def test_scripted_policy_speaks_mini_swe_agent_text_protocol(tiny):
         turns.append(turns[-1] + [reply, {"role": "user", "content": "<returncode>0</returncode>"}])
     texts = [t[-2]["content"] for t in turns[1:]]
     assert "```mswea_bash_command\nwc -l < a.csv\n```" in texts[0]
-    assert f"```mswea_bash_command\n(wc -l < a.csv) > {ANSWER_PATH}\n```" in texts[1]
+    assert f"```mswea_bash_command\n(wc -l < a.csv\n) > {ANSWER_PATH}\n```" in texts[1]
     assert f"```mswea_bash_command\necho {SUBMIT_SENTINEL}\n```" in texts[2]

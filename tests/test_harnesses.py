@@ -116,7 +116,7 @@ def _offline_episodes(out: Path) -> None:
         records["task"] = task.id
         tokenizer = AutoTokenizer.from_pretrained(DEFAULT_MODEL_DIR, local_files_only=True)
         # The trailing newline ends the solution's heredoc before the policy wraps it in `( ... ) > answer`.
-        policy = ScriptedPolicy(tokenizer, solution_command(task) + "\n")
+        policy = ScriptedPolicy(tokenizer, solution_command(task))
         with EngineServer(policy, model_name="scripted") as engine:
             with start_capture(engine.url, "scripted", capture_level="tokens") as proxy:
 
@@ -336,7 +336,7 @@ def scripted_proxy(task_dir):
     if not (DEFAULT_MODEL_DIR / "tokenizer.json").exists():
         pytest.skip(f"the default model is not converted at {DEFAULT_MODEL_DIR}; run ./install.sh")
     tokenizer = AutoTokenizer.from_pretrained(DEFAULT_MODEL_DIR, local_files_only=True)
-    policy = ScriptedPolicy(tokenizer, solution_command(load_task(task_dir)) + "\n")
+    policy = ScriptedPolicy(tokenizer, solution_command(load_task(task_dir)))
     with EngineServer(policy, model_name="scripted") as engine:
         with start_capture(engine.url, "scripted", capture_level="tokens") as proxy:
             yield proxy

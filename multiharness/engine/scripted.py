@@ -117,7 +117,8 @@ class ScriptedPolicy:
     def reply(self, messages: list[dict], tools: list[dict] | None) -> dict:
         """The scripted assistant message for this point of the conversation."""
         turn = sum(1 for m in messages if m.get("role") == "assistant")
-        commands = [self.solution_command, f"({self.solution_command}) > {shlex.quote(self.answer_path)}"]
+        # The newline before `)` ends a heredoc (`<<'PY' ... PY`) before the subshell closes.
+        commands = [self.solution_command, f"({self.solution_command}\n) > {shlex.quote(self.answer_path)}"]
         thoughts = ["Run the reference solution.", f"Write its output to {self.answer_path}."]
         if _mentions(messages, SUBMIT_SENTINEL):
             commands.append(f"echo {SUBMIT_SENTINEL}")

@@ -246,7 +246,7 @@ class HarnessSession(ResourceSession):
         result.failure, result.error = run.failure, run.error
         # CLIs that get errors from the proxy often give up and exit 0, so the engine is checked
         # whenever the run failed, made no call, or saw the proxy fail to reach the engine.
-        upstream_errors = self.proxy._session(self.key).upstream_errors
+        upstream_errors = self.proxy.upstream_errors(self.key)
         suspect = result.failure == "harness" or result.model_calls == 0 or upstream_errors > 0
         if result.failure in (None, "harness") and suspect and not _engine_alive(self.proxy.engine_url):
             result.failure = "engine"
