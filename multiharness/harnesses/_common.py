@@ -32,6 +32,7 @@ import socket
 import tempfile
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -164,7 +165,7 @@ class Launch:
     """Sandbox path -> text, written before the start (configuration under HOME)."""
 
 
-class Harness:
+class Harness(ABC):
     """One agent CLI: how it is installed, configured and launched, and how it counts tool calls."""
 
     name: str = ""
@@ -174,17 +175,17 @@ class Harness:
     read_back: tuple[str, ...] = ()
     """Sandbox files read back after the run besides the event stream (mini's trajectory)."""
 
+    @abstractmethod
     def mounts(self) -> dict[str, Path]:
         """Sandbox path -> host path of the CLI's install, mounted read-only."""
-        raise NotImplementedError
 
+    @abstractmethod
     def launch(self, context: LaunchContext) -> Launch:
         """Configuration files, variables and command line for one episode."""
-        raise NotImplementedError
 
+    @abstractmethod
     def count_tool_calls(self, events: str, files: dict[str, str]) -> int:
         """Native tool actions, counted from the CLI's own output (`events`: its stdout)."""
-        raise NotImplementedError
 
     def agent_ended(self, events: str, files: dict[str, str]) -> bool:
         """Whether the CLI's own output reports that its agent loop ended for a reason of the model's
