@@ -8,8 +8,9 @@ answer on the host with the shared reward. Rules of an episode:
 - every tool except `submit_solution` counts as a tool call for the reward;
 - after `submit_solution`, or past the episode deadline (600 s), every tool answers that the
   episode is over;
-- an infrastructure failure (the sandbox did not start or died) makes the episode "not
-  graded": `get_reward()` returns None and TRL leaves it out of the group, never 0;
+- an infrastructure failure (a task that does not load, a sandbox that did not start or
+  died) makes the episode "not graded": `get_reward()` returns None and TRL leaves it out of
+  the group, never 0;
 - the sandbox is closed on every path: on submit, at the deadline, when graded, at the next
   reset, on leaving a `with` block, and when the environment is garbage-collected.
 """
@@ -66,9 +67,14 @@ class DataAnalysisEnv:
     def reset(self, task_path: str, **row) -> str:
         """Open a fresh sandbox for the row's task; return the instruction TRL appends to the prompt."""
         self._close_sandbox()
-        self._task = load_task(Path(task_path))
-        self._answer, self._failure, self._tool_calls = None, None, 0
+        self._task, self._answer, self._failure, self._tool_calls = None, None, None, 0
         self._deadline = time.monotonic() + self._episode_seconds
+        try:
+            self._task = load_task(Path(task_path))
+        except (OSError, ValueError) as error:  # a bad task ends its episode, not the run
+            self._failure = f"task: {error}"
+            logger.warning("task %s could not be loaded: %s", task_path, error)
+            return f"This task could not be loaded ({error}); the episode is over."
         try:
             self._sandbox = open_sandbox(self._task.path, self._backend)
             self._finalizer = weakref.finalize(self, _close_quietly, self._sandbox)

@@ -124,6 +124,14 @@ def test_a_sandbox_that_does_not_start_is_not_graded(task, monkeypatch):
         assert env.get_reward() is None
 
 
+def test_a_bad_task_is_not_graded_and_the_run_goes_on(tmp_path, task):
+    with DataAnalysisEnv() as env:
+        message = env.reset(task_path=str(tmp_path / "no-such-task"))
+        answers = [env.bash("ls"), env.get_reward()]
+        env.reset(task_path=str(task.path))  # the next episode works as usual
+        assert "could not be loaded" in message and answers == [whitebox._EPISODE_OVER, None] and not env.done
+
+
 def test_a_sandbox_that_dies_is_not_graded(task):
     with DataAnalysisEnv() as env:
         env.reset(task_path=str(task.path))
