@@ -124,7 +124,6 @@ def _episode(args) -> int:
             from transformers import AutoTokenizer
 
             tokenizer = AutoTokenizer.from_pretrained(args.model, local_files_only=True)
-            # The trailing newline ends the heredoc before the policy wraps the command in `( ... ) > answer`.
             policy = ScriptedPolicy(tokenizer, solution_command(task))
         else:
             policy = LocalEngine(*load_model_and_tokenizer(args.model))
