@@ -25,4 +25,4 @@ $PY $EVAL --model "$OUT/grpo" --output "$OUT/eval-grpo.json"
 
 $PY eval/report.py base="$OUT/eval-base.json" sft="$OUT/eval-sft.json" grpo="$OUT/eval-grpo.json" \
     --run "$OUT/grpo" --png "$OUT/learning_curve.png"
-echo "checkpoint: $OUT/grpo   Trackio logs: $OUT/grpo/trackio (view: TRACKIO_DIR=$OUT/grpo/trackio $PY -m trackio show)"
+echo "checkpoint: $OUT/grpo   Trackio logs: $OUT/grpo/trackio (view: TRACKIO_DIR=$OUT/grpo/trackio .venv/bin/trackio show)"
