@@ -22,6 +22,8 @@ __all__ = [
     "WRITE_SCRIPT",
     "MISSING_FILE_EXIT",
     "READ_LIMIT_BYTES",
+    "read_result",
+    "check_written",
     "TIMEOUT_EXIT",
 ]
 
@@ -76,3 +78,20 @@ def limited_command(command: str, timeout_s: float, limits: Limits, *, nproc: bo
 def remote_timed_out(exit_code: int, elapsed_s: float, timeout_s: float) -> bool:
     """Whether a `limited_command` ended at its deadline (137 late) rather than being killed early."""
     return exit_code == TIMEOUT_EXIT and elapsed_s >= max(1, round(timeout_s)) - 0.5
+
+
+def read_result(path: str, result) -> str:
+    """The text of a `READ_SCRIPT` run, or the error a caller of `read_file` should see."""
+    if result.returncode == MISSING_FILE_EXIT:
+        raise FileNotFoundError(f"No such file in the sandbox: {path}")
+    if result.returncode != 0:
+        raise OSError(f"Could not read {path} in the sandbox: {result.tail[-2000:].decode(errors='replace')}")
+    if result.total_bytes > READ_LIMIT_BYTES:
+        raise OSError(f"{path} is larger than {READ_LIMIT_BYTES} bytes; read a part of it with exec.")
+    return result.tail.decode("utf-8", errors="replace")
+
+
+def check_written(path: str, result) -> None:
+    """Raise the error of a failed `WRITE_SCRIPT` run."""
+    if result.returncode != 0:
+        raise OSError(f"Could not write {path} in the sandbox: {result.tail[-2000:].decode(errors='replace')}")

@@ -27,9 +27,10 @@ from pathlib import Path
 
 from . import INPUT_DIR, OUTPUT_CHARS, WORKDIR, ExecResult, Limits, Sandbox, SandboxError
 from ._common import (
-    MISSING_FILE_EXIT,
     READ_LIMIT_BYTES,
     READ_SCRIPT,
+    check_written,
+    read_result,
     TIMEOUT_EXIT,
     WRITE_SCRIPT,
     input_dir,
@@ -92,21 +93,14 @@ class DockerSandbox(Sandbox):
     def read_file(self, path: str) -> str:
         path = sandbox_path(path)
         result = self._run(READ_SCRIPT, [path], timeout=self._limits.timeout_s, keep_bytes=READ_LIMIT_BYTES + 1)
-        if result.returncode == MISSING_FILE_EXIT:
-            raise FileNotFoundError(f"No such file in the sandbox: {path}")
-        if result.returncode != 0:
-            raise OSError(f"Could not read {path} in the sandbox: {result.tail[-2000:].decode(errors='replace')}")
-        if result.total_bytes > READ_LIMIT_BYTES:
-            raise OSError(f"{path} is larger than {READ_LIMIT_BYTES} bytes; read a part of it with exec.")
-        return result.tail.decode("utf-8", errors="replace")
+        return read_result(path, result)
 
     def write_file(self, path: str, content: str) -> None:
         path = sandbox_path(path)
         result = self._run(
             WRITE_SCRIPT, [path], timeout=self._limits.timeout_s, keep_bytes=4096, stdin=content.encode()
         )
-        if result.returncode != 0:
-            raise OSError(f"Could not write {path} in the sandbox: {result.tail.decode(errors='replace')}")
+        check_written(path, result)
 
     def close(self) -> None:
         self._finalizer()
