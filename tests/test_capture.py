@@ -8,7 +8,7 @@ import pytest
 
 from multiharness.capture import CaptureError, start_capture
 from multiharness.engine import EngineServer, LocalEngine, ScriptedPolicy
-from multiharness.model import load_model_and_tokenizer, make_tiny_model
+from multiharness.model import load_model_and_tokenizer
 from multiharness.paths import DEFAULT_MODEL_DIR
 
 BASH = {
@@ -20,11 +20,6 @@ BASH = {
     },
 }
 BUDGET_STOP = "Step budget exhausted; stopping."  # OpenEnv's terminal answer once a budget is spent
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    return load_model_and_tokenizer(make_tiny_model(tmp_path_factory.mktemp("tiny")))
 
 
 @pytest.fixture(scope="module")

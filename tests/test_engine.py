@@ -14,7 +14,7 @@ import torch
 from multiharness.engine import EngineServer, GenerationRequest, LocalEngine, SamplingParams, ScriptedPolicy
 from multiharness.engine.chat import completion_message, render_prompt
 from multiharness.engine.scripted import ANSWER_PATH, FINAL_MESSAGE, SUBMIT_SENTINEL, shell_tool_call
-from multiharness.model import load_model_and_tokenizer, make_tiny_model
+from multiharness.model import load_model_and_tokenizer
 from multiharness.paths import DEFAULT_MODEL_DIR
 
 BASH = {
@@ -32,11 +32,6 @@ MESSAGES = [
 
 
 # ── fixtures ────────────────────────────────────────────────────────────────────────────────
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    return load_model_and_tokenizer(make_tiny_model(tmp_path_factory.mktemp("tiny")))
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ import pytest
 
 from multiharness import evaluation
 from multiharness.evaluation import Episode, _report, evaluate, select_tasks
-from multiharness.model import load_model_and_tokenizer, make_tiny_model
 from multiharness.tasks import load_task, run_reference_solution
 from multiharness.tasks.build import build_task, load_manifest
 
@@ -17,11 +16,6 @@ def task(tmp_path_factory):
     path = tmp_path_factory.mktemp("tasks") / row["id"]
     build_task(row, path)
     return load_task(path)
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    return load_model_and_tokenizer(make_tiny_model(tmp_path_factory.mktemp("tiny")))
 
 
 def _scripted_replies(tokenizer, replies):
