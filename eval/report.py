@@ -21,17 +21,24 @@ ROWS = [
     ("well-formed calls (sampled)", "sampled", "well_formed_share"),
     ("groups with zero reward spread", "sampled", "zero_spread_share"),
     ("not graded (sampled)", "sampled", "not_graded"),
-    ("pass@1 greedy, seen templates", "greedy_by_split", "seen_templates"),
-    ("pass@1 greedy, unseen templates", "greedy_by_split", "unseen_templates"),
 ]
+
+
+def group_rows(reports: dict[str, dict]) -> list[tuple[str, str, str]]:
+    """pass@1 per tier and seen/unseen templates, for the groups any report has."""
+    rows = []
+    for section, kind in (("greedy_by_group", "greedy"), ("sampled_by_group", "sampled")):
+        groups = sorted({g for r in reports.values() for g in r.get(section, {})})
+        rows += [(f"pass@1 {kind}, {g}", section, g) for g in groups]
+    return rows
 
 
 def table(reports: dict[str, dict]) -> str:
     names = list(reports)
-    lines = [f"{'':<34}" + "".join(f"{n:>10}" for n in names)]
-    for label, section, key in ROWS:
-        values = [reports[n][section].get(key) for n in names]
-        lines.append(f"{label:<34}" + "".join(f"{'-' if v is None else format(v, '.2f'):>10}" for v in values))
+    lines = [f"{'':<44}" + "".join(f"{n:>10}" for n in names)]
+    for label, section, key in ROWS + group_rows(reports):
+        values = [reports[n].get(section, {}).get(key) for n in names]
+        lines.append(f"{label:<44}" + "".join(f"{'-' if v is None else format(v, '.2f'):>10}" for v in values))
     return "\n".join(lines)
 
 

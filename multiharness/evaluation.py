@@ -18,7 +18,7 @@ import torch
 
 from .whitebox import DataAnalysisEnv, prompt_messages, tool_schemas
 
-__all__ = ["Episode", "Report", "evaluate", "select_tasks"]
+__all__ = ["Episode", "Report", "evaluate", "select_tasks", "select_by_group", "task_group"]
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +64,24 @@ def select_tasks(tasks: list, difficulties: tuple[str, ...], limit: int | None =
             by_template.setdefault(task.template, []).append(task)
     interleaved = [t for group in itertools.zip_longest(*by_template.values()) for t in group if t is not None]
     return interleaved[:limit]
+
+
+def task_group(task, held_out: tuple[str, ...]) -> str:
+    """The reporting group of a test task: its tier and whether training saw its template."""
+    return f"{task.difficulty}, {'unseen' if task.template in held_out else 'seen'} templates"
+
+
+def select_by_group(tasks: list, difficulties: tuple[str, ...], per_group: int, held_out: tuple[str, ...]) -> list:
+    """`per_group` tasks from each tier × {seen, unseen templates}, so every group gets the same weight.
+
+    Unseen templates are few (4 of 28), so a plain round-robin sample would hold almost none.
+    """
+    picked = []
+    for difficulty in difficulties:
+        for unseen in (False, True):
+            pool = [t for t in tasks if (t.template in held_out) == unseen]
+            picked += select_tasks(pool, (difficulty,), per_group)
+    return picked
 
 
 def _generate(model, tokenizer, conversations, tools, *, temperature, max_new_tokens):

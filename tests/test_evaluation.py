@@ -5,7 +5,7 @@ import json
 import pytest
 
 from multiharness import evaluation
-from multiharness.evaluation import Episode, _report, evaluate, select_tasks
+from multiharness.evaluation import Episode, _report, evaluate, select_by_group, select_tasks, task_group
 from multiharness.tasks import load_task, run_reference_solution
 from multiharness.tasks.build import build_task, load_manifest
 
@@ -75,3 +75,18 @@ def test_select_tasks_round_robins_over_templates(task):
     tasks = [task] * 3 + [type(task)(**{**task.__dict__, "template": "other"})]
     picked = select_tasks(tasks, ("easy",), 2)
     assert [t.template for t in picked] == [task.template, "other"]
+
+
+def test_select_by_group_weights_seen_and_unseen_templates_equally(task):
+    def variant(template, difficulty):
+        return type(task)(**{**task.__dict__, "template": template, "difficulty": difficulty})
+
+    tasks = [variant(f"seen{i}", d) for i in range(5) for d in ("easy", "medium")]
+    tasks += [variant("held", d) for d in ("easy", "medium", "hard")] * 3
+    picked = select_by_group(tasks, ("easy", "medium"), 2, held_out=("held",))
+    groups = [task_group(t, ("held",)) for t in picked]
+    assert groups == [
+        "easy, seen templates", "easy, seen templates", "easy, unseen templates", "easy, unseen templates",
+        "medium, seen templates", "medium, seen templates", "medium, unseen templates", "medium, unseen templates",
+    ]
+    assert [t.template for t in picked[:2]] == ["seen0", "seen1"]  # round-robin within a group

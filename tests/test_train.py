@@ -95,3 +95,24 @@ def test_whitebox_grpo_smoke_run_takes_two_real_steps(easy_tasks, tmp_path):
     state = json.loads((tmp_path / "trainer_state.json").read_text())
     rewards = [h["reward"] for h in state["log_history"] if "reward" in h]
     assert state["global_step"] == 2 and len(rewards) == 2 and (tmp_path / "trackio").is_dir()
+
+
+def test_eval_pass_by_group_leaves_ungraded_episodes_out():
+    from multiharness.evaluation import Episode
+
+    script = _load_script("eval/whitebox.py")
+    episodes = [Episode("a", 1.1, 2, 2, 0), Episode("a", None, 0, 0, 0), Episode("b", 0.0, 1, 1, 0)]
+    groups = {"a": "easy, seen templates", "b": "easy, unseen templates"}
+    assert script.pass_by_group(SimpleNamespace(episodes=episodes), groups) == {
+        "easy, seen templates": 1.0, "easy, unseen templates": 0.0,
+    }
+
+
+def test_report_table_has_a_row_per_group_of_any_report():
+    report = _load_script("eval/report.py")
+    base = {"greedy": {"pass_at_1": 0.0}, "sampled": {}, "greedy_by_group": {"easy, seen templates": 0.0}}
+    sft = {"greedy": {"pass_at_1": 0.5}, "sampled": {},
+           "greedy_by_group": {"easy, seen templates": 0.25, "easy, unseen templates": 1.0}}
+    lines = report.table({"base": base, "sft": sft}).splitlines()
+    assert next(l for l in lines if "greedy, easy, seen" in l).split()[-2:] == ["0.00", "0.25"]
+    assert next(l for l in lines if "greedy, easy, unseen" in l).split()[-2:] == ["-", "1.00"]

@@ -11,7 +11,7 @@ To train on real teacher rollouts instead, pass `--dataset DIR` with a dataset s
 `datasets.Dataset.save_to_disk` that has the same columns (`messages`, `tools`; tool names
 `bash` and `submit_solution`).
 
-CPU (default; 16 steps of 4 sequences of ~1,500 tokens, see RESULTS.md for the time):
+CPU (default; 48 steps of 4 sequences of ~1,500 tokens, see RESULTS.md for the time):
     python train/sft.py
 GPU:
     python train/sft.py --preset gpu --model Qwen/Qwen3.5-2B --output outputs/sft-qwen
@@ -49,10 +49,10 @@ class Preset:
 
 
 PRESETS = {
-    # One pass over 64 easy/medium trajectories: well-formed calls, but only part of the tasks
-    # solved, so GRPO groups still have mixed rewards (more steps saturate and kill the signal).
+    # One pass over 192 easy/medium trajectories (~4 per template and tier). One pass over 64
+    # taught the format but solved 5% of held-out tasks, too few for mixed GRPO groups (RESULTS.md).
     "cpu": Preset(
-        model=str(DEFAULT_MODEL_DIR), trajectories=64, difficulties=("easy", "medium"), steps=16,
+        model=str(DEFAULT_MODEL_DIR), trajectories=192, difficulties=("easy", "medium"), steps=48,
         batch_size=4, learning_rate=1e-4, max_length=2048,
     ),
     # The main job's share of 15 minutes on 2 cores: one pass over 24 trajectories (~1,500 tokens each).
