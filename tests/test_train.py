@@ -116,3 +116,17 @@ def test_report_table_has_a_row_per_group_of_any_report():
     lines = report.table({"base": base, "sft": sft}).splitlines()
     assert next(l for l in lines if "greedy, easy, seen" in l).split()[-2:] == ["0.00", "0.25"]
     assert next(l for l in lines if "greedy, easy, unseen" in l).split()[-2:] == ["-", "1.00"]
+
+
+@pytest.mark.slow
+def test_whitebox_resume_continues_from_the_last_checkpoint(easy_tasks, tmp_path):
+    common = ["train/whitebox.py", "--preset", "smoke", "--tasks", str(easy_tasks), "--output", str(tmp_path)]
+    first = _run([*common, "--steps", "1"])
+    assert first.returncode == 0, first.stderr[-3000:]
+    first_log = json.loads((tmp_path / "checkpoint-1" / "trainer_state.json").read_text())["log_history"]
+    resumed = _run([*common, "--steps", "2", "--resume"])
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    state = json.loads((tmp_path / "trainer_state.json").read_text())
+    assert state["global_step"] == 2 and [h["step"] for h in state["log_history"] if "reward" in h] == [1, 2]
+    # Step 1 comes back from the checkpoint as logged (its measured step time included), not re-run.
+    assert state["log_history"][0] == first_log[0]
