@@ -58,7 +58,7 @@ def bare_step_times(figures: dict, tasks_dir: Path, steps: int, output: Path) ->
         beta=0.0,
         bf16=cpu_supports_bf16(),
         use_cpu=True,
-        gradient_checkpointing=False,
+        activation_checkpointing=False,
         logging_steps=1,
         report_to="none",
         save_strategy="no",

@@ -127,7 +127,7 @@ def main():
         assistant_only_loss=True,  # learn the calls and the answer, not the task text or tool outputs
         bf16=bf16,
         use_cpu=args.preset != "gpu",
-        gradient_checkpointing=False,  # only costs time at 135M
+        activation_checkpointing=False,  # only costs time at 135M
         logging_steps=1,
         save_strategy="no",  # one final save below; SFT runs here are minutes long
         report_to="none",
