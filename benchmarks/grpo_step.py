@@ -4,8 +4,8 @@
 Reads a finished `train/whitebox.py` run (its `trainer_state.json`: step time, rollouts per
 step, mean completion length), then runs bare `GRPOTrainer` steps on the same model with the
 same prompts (the whitebox prompt, tool schemas included, rendered to text), the same number
-of rollouts and completions forced to the whitebox mean length, with a random reward so the
-backward pass does the same work. The difference is what the tool loop costs: several model
+of rollouts and micro-batches, and completions forced to the whitebox mean length, with a
+random reward so the backward pass does the same work. The difference is what the tool loop costs: several model
 calls per rollout (each re-reads the prompt), tool execution in the sandbox, grading.
 
     python benchmarks/grpo_step.py --run outputs/long/grpo --steps 3
@@ -31,6 +31,7 @@ def whitebox_figures(run: Path) -> dict:
     return {
         "model": config["model"],
         "rollouts_per_step": config["rollouts_per_step"],
+        "micro_batch_size": config["micro_batch_size"],
         "num_generations": config["num_generations"],
         "step_time": [h["step_time"] for h in history],
         "completion_length": statistics.mean(h["completions/mean_length"] for h in history),
@@ -51,7 +52,8 @@ def bare_step_times(figures: dict, tasks_dir: Path, steps: int, output: Path) ->
         output_dir=str(output),
         max_steps=steps,
         num_generations=figures["num_generations"],
-        per_device_train_batch_size=figures["rollouts_per_step"],
+        per_device_train_batch_size=figures["micro_batch_size"],
+        gradient_accumulation_steps=figures["rollouts_per_step"] // figures["micro_batch_size"],
         max_completion_length=length,
         generation_kwargs={"min_new_tokens": length},  # every completion exactly the whitebox mean
         loss_type="dapo",

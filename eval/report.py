@@ -5,8 +5,8 @@
         grpo=outputs/eval-grpo.json --run outputs/whitebox --png outputs/learning_curve.png
 
 Prints one row per metric and one column per report, exactly as measured, then where the
-curve was saved. The curve is the mean training reward per GRPO step, read from the
-`trainer_state.json` the trainer writes.
+curve was saved. The curve is the mean training reward per GRPO step and the share of groups
+whose rewards were all equal (no gradient), read from the `trainer_state.json` the trainer writes.
 """
 
 import argparse
@@ -53,12 +53,18 @@ def learning_curve(run_dir: Path, png: Path) -> Path | None:
     if not states:
         return None
     history = [h for h in json.loads(states[-1].read_text())["log_history"] if "reward" in h]
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    ax.plot([h["step"] for h in history], [h["reward"] for h in history], marker="o")
-    ax.set_xlabel("GRPO step")
-    ax.set_ylabel("mean reward of the rollouts")
-    ax.set_title(f"Whitebox GRPO: {run_dir}")
-    ax.grid(alpha=0.3)
+    steps = [h["step"] for h in history]
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(6, 5), sharex=True)
+    top.plot(steps, [h["reward"] for h in history], marker="o")
+    top.set_ylabel("mean reward")
+    top.set_title(f"Whitebox GRPO: {run_dir}")
+    # Groups whose rollouts all got the same reward give GRPO no gradient.
+    bottom.plot(steps, [h["frac_reward_zero_std"] for h in history], marker="o", color="tab:red")
+    bottom.set_ylabel("groups without signal")
+    bottom.set_ylim(-0.05, 1.05)
+    bottom.set_xlabel("GRPO step")
+    for ax in (top, bottom):
+        ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(png, dpi=120)
     return png

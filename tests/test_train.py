@@ -130,3 +130,12 @@ def test_whitebox_resume_continues_from_the_last_checkpoint(easy_tasks, tmp_path
     assert state["global_step"] == 2 and [h["step"] for h in state["log_history"] if "reward" in h] == [1, 2]
     # Step 1 comes back from the checkpoint as logged (its measured step time included), not re-run.
     assert state["log_history"][0] == first_log[0]
+
+
+def test_learning_curve_is_drawn_from_the_trainer_state(tmp_path):
+    report = _load_script("eval/report.py")
+    history = [{"step": 1, "reward": 0.0, "frac_reward_zero_std": 1.0}, {"step": 2, "reward": 0.5, "frac_reward_zero_std": 0.5}]
+    (tmp_path / "trainer_state.json").write_text(json.dumps({"log_history": history}))
+    png = report.learning_curve(tmp_path, tmp_path / "curve.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert report.learning_curve(tmp_path / "empty", tmp_path / "none.png") is None

@@ -51,6 +51,7 @@ class Preset:
     steps: int  # optimiser steps
     num_generations: int  # rollouts per task (the GRPO group)
     rollouts_per_step: int  # rollouts per optimiser step (a multiple of num_generations)
+    micro_batch_size: int  # rollouts per forward/backward pass: bounds activation memory
     learning_rate: float
     temperature: float  # sampling temperature of the rollouts (full vocabulary: top_p 1, top_k 0)
     max_completion_length: int  # tokens per rollout, tool outputs included
@@ -60,28 +61,29 @@ class Preset:
 
 
 PRESETS = {
-    # Sized for 2 CPU cores: one step of 8 rollouts with up to 3 tool calls takes about a minute.
+    # Sized for 2 CPU cores: a step of 8 rollouts with up to 3 tool calls takes 2-3 minutes. Micro-
+    # batches of 2 keep the backward pass within a laptop's memory (8 at once went past 24 GB).
     "cpu": Preset(
         model=str(DEFAULT_MODEL_DIR), difficulties=("easy", "medium"), steps=10, num_generations=4,
-        rollouts_per_step=8, learning_rate=1e-5, temperature=1.0, max_completion_length=512,
+        rollouts_per_step=8, micro_batch_size=2, learning_rate=1e-5, temperature=1.0, max_completion_length=512,
         max_tool_calling_iterations=3, save_steps=5, use_vllm=False,
     ),
     # The main job's share of 15 minutes on 2 cores: two steps of one group of 4.
     "quickstart": Preset(
         model=str(DEFAULT_MODEL_DIR), difficulties=("easy", "medium"), steps=2, num_generations=4,
-        rollouts_per_step=4, learning_rate=1e-5, temperature=1.0, max_completion_length=512,
+        rollouts_per_step=4, micro_batch_size=2, learning_rate=1e-5, temperature=1.0, max_completion_length=512,
         max_tool_calling_iterations=3, save_steps=1, use_vllm=False,
     ),
     # The reference recipe for LFM2.5-2.6B / Qwen3.5-2B: lr 3e-6 constant, T 0.8, 8 x 2 rollouts.
     "gpu": Preset(
         model="Qwen/Qwen3.5-2B", difficulties=("easy", "medium", "hard"), steps=500, num_generations=8,
-        rollouts_per_step=16, learning_rate=3e-6, temperature=0.8, max_completion_length=4096,
+        rollouts_per_step=16, micro_batch_size=4, learning_rate=3e-6, temperature=0.8, max_completion_length=4096,
         max_tool_calling_iterations=16, save_steps=50, use_vllm=True,
     ),
     # CI: a tiny random model (made on the fly), two steps, just enough to run every code path.
     "smoke": Preset(
         model="", difficulties=("easy",), steps=2, num_generations=2, rollouts_per_step=2,
-        learning_rate=1e-5, temperature=1.0, max_completion_length=64, max_tool_calling_iterations=2,
+        micro_batch_size=1, learning_rate=1e-5, temperature=1.0, max_completion_length=64, max_tool_calling_iterations=2,
         save_steps=1, use_vllm=False,
     ),
 }
@@ -128,7 +130,9 @@ def grpo_config(args, preset: Preset, steps: int, bf16: bool):
         learning_rate=preset.learning_rate,
         lr_scheduler_type="constant",
         num_generations=preset.num_generations,
-        per_device_train_batch_size=preset.rollouts_per_step,
+        # One generation batch of `rollouts_per_step` per optimiser step, trained in micro-batches.
+        per_device_train_batch_size=preset.micro_batch_size,
+        gradient_accumulation_steps=preset.rollouts_per_step // preset.micro_batch_size,
         temperature=preset.temperature,
         top_p=1.0,
         top_k=0,  # full vocabulary
