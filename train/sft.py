@@ -49,8 +49,8 @@ class Preset:
 
 
 PRESETS = {
-    # One pass over 192 easy/medium trajectories (~4 per template and tier). One pass over 64
-    # taught the format but solved 5% of held-out tasks, too few for mixed GRPO groups (RESULTS.md).
+    # One pass over 192 easy/medium trajectories (~4 per template and tier): far fewer broken
+    # programs than one pass over 64, though both solve only ~5% of held-out tasks (RESULTS.md).
     "cpu": Preset(
         model=str(DEFAULT_MODEL_DIR), trajectories=192, difficulties=("easy", "medium"), steps=48,
         batch_size=4, learning_rate=1e-4, max_length=2048,
