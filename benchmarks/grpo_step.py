@@ -5,8 +5,9 @@ Reads a finished `train/whitebox.py` run (its `trainer_state.json`: step time, r
 step, mean completion length), then runs bare `GRPOTrainer` steps on the same model with the
 same prompts (the whitebox prompt, tool schemas included, rendered to text), the same number
 of rollouts and micro-batches, and completions forced to the whitebox mean length, with a
-random reward so the backward pass does the same work. The difference is what the tool loop costs: several model
-calls per rollout (each re-reads the prompt), tool execution in the sandbox, grading.
+random reward so the backward pass does the same work. The difference is what the tool loop
+costs: several model calls per rollout (each re-reads the prompt), tool execution in the
+sandbox, grading.
 
     python benchmarks/grpo_step.py --run outputs/long/grpo --steps 3
 """
