@@ -21,7 +21,6 @@ tool calls), `session` (OpenEnv's `TrainableSession`, grading, reward, failures)
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 
 from ..capture import CaptureError, CaptureProxy
@@ -58,31 +57,14 @@ def get_harness(name: str) -> Harness:
     return HARNESSES[name]
 
 
-def run_episode(
-    harness: str | Harness,
-    task: Task | str | Path,
-    proxy: CaptureProxy,
-    *,
-    model: str,
-    sampling: Mapping | None = None,
-    max_tokens: int | None = None,
-    max_model_calls: int | None = None,
-    timeout_s: float = DEFAULT_TIMEOUT_S,
-    sandbox: str = "local",
-):
-    """Run one episode to its end; return `(EpisodeResult, TrainingTrace or None, capture error or None)`."""
+def run_episode(harness: str | Harness, task: Task | str | Path, proxy: CaptureProxy, **settings):
+    """Run one episode to its end; return `(EpisodeResult, TrainingTrace or None, capture error or None)`.
+
+    `settings` are `HarnessSession`'s keywords: `model` (required), `sampling`, `max_tokens`,
+    `max_model_calls`, `timeout_s`, `sandbox`.
+    """
     harness = get_harness(harness) if isinstance(harness, str) else harness
-    session = HarnessSession(
-        harness,
-        task,
-        proxy,
-        model=model,
-        sampling=sampling,
-        max_tokens=max_tokens,
-        max_model_calls=max_model_calls,
-        timeout_s=timeout_s,
-        sandbox=sandbox,
-    )
+    session = HarnessSession(harness, task, proxy, **settings)
     try:
         try:
             session.wait_for_completion()

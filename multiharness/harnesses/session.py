@@ -355,13 +355,16 @@ class HarnessSessionFactory(ResourceSessionFactory[HarnessSession]):
     ):
         self.harness = harness
         self.proxy = proxy
-        self.model = model
-        self.sampling = dict(sampling) if sampling is not None else None
-        self.max_tokens = max_tokens
-        self.max_model_calls = max_model_calls
-        self.timeout_s = timeout_s
-        self.sandbox = sandbox
         self.tasks = list(tasks or [])
+        self.session_settings = dict(
+            model=model,
+            sampling=dict(sampling) if sampling is not None else None,
+            max_tokens=max_tokens,
+            max_model_calls=max_model_calls,
+            timeout_s=timeout_s,
+            sandbox=sandbox,
+        )
+        """The keywords every `HarnessSession` of this factory gets."""
 
     def create(self, task: Any, seed: int | None = None, episode_id: str | None = None) -> HarnessSession:
         if not isinstance(task, (Task, str, Path, Mapping)) or (isinstance(task, Mapping) and "task_path" not in task):
@@ -371,15 +374,4 @@ class HarnessSessionFactory(ResourceSessionFactory[HarnessSession]):
                     "'task_path', or give the factory `tasks` to pick from by seed"
                 )
             task = self.tasks[(seed or 0) % len(self.tasks)]
-        return HarnessSession(
-            self.harness,
-            task,
-            self.proxy,
-            model=self.model,
-            sampling=self.sampling,
-            max_tokens=self.max_tokens,
-            max_model_calls=self.max_model_calls,
-            timeout_s=self.timeout_s,
-            sandbox=self.sandbox,
-            episode_id=episode_id,
-        )
+        return HarnessSession(self.harness, task, self.proxy, episode_id=episode_id, **self.session_settings)
