@@ -302,7 +302,7 @@ usable_sandbox_env() {
         && [[ "$(readlink -f "$SANDBOX_ENV/bin/python")" == /usr/* ]]
 }
 
-step "sandbox Python (pandas for tools inside the sandbox)"
+step "sandbox Python (pandas for tools, math-verify for the grader)"
 # Ask the package where things live, so this script and the code never disagree.
 SANDBOX_ENV="$("$PY" -c "from multiharness.paths import SANDBOX_ENV_DIR; print(SANDBOX_ENV_DIR)")"
 MODEL_DIR="$("$PY" -c "from multiharness.paths import DEFAULT_MODEL_DIR; print(DEFAULT_MODEL_DIR)")"
@@ -317,7 +317,7 @@ else
         || fail "/usr/bin/python3 -m venv $SANDBOX_ENV failed → apt-get install python3-venv, rerun"
     quiet "$SANDBOX_ENV/bin/python" -m pip install -r requirements-sandbox.txt \
         || fail "pip install -r requirements-sandbox.txt failed → see the log lines below, rerun"
-    quiet "$SANDBOX_ENV/bin/python" -c "import pandas, pyarrow" || fail "pandas does not import in $SANDBOX_ENV → rm -rf it and rerun"
+    quiet "$SANDBOX_ENV/bin/python" -c "import pandas, pyarrow, math_verify" || fail "pandas or math_verify does not import in $SANDBOX_ENV → rm -rf it and rerun"
     echo "$want" >"$SANDBOX_ENV/$STAMP_NAME"
     finished "installed at $SANDBOX_ENV"
 fi

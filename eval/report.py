@@ -20,6 +20,7 @@ ROWS = [
     ("mean tool calls (sampled)", "sampled", "mean_tool_calls"),
     ("well-formed calls (sampled)", "sampled", "well_formed_share"),
     ("groups with zero reward spread", "sampled", "zero_spread_share"),
+    ("graded share (sampled)", "sampled", "coverage"),
     ("not graded (sampled)", "sampled", "not_graded"),
 ]
 

@@ -22,9 +22,11 @@ import torch
 from multiharness.evaluation import evaluate, select_by_group, select_tasks, task_group
 from multiharness.model import cpu_supports_bf16, load_model_and_tokenizer
 from multiharness.paths import DEFAULT_MODEL_DIR, DEFAULT_TASKS_DIR
+from multiharness.sandbox import BACKENDS
 from multiharness.tasks import HELD_OUT_TEMPLATES, load_tasks
 
-METRICS = ["pass_at_1", "mean_reward", "mean_tool_calls", "well_formed_share", "zero_spread_share", "not_graded"]
+METRICS = ["pass_at_1", "mean_reward", "mean_tool_calls", "well_formed_share", "zero_spread_share", "coverage",
+           "not_graded"]
 
 
 def summary(report) -> dict:
@@ -32,12 +34,16 @@ def summary(report) -> dict:
 
 
 def pass_by_group(report, groups: dict[str, str]) -> dict[str, float]:
-    """pass@1 of the graded episodes of each group (task path → group name)."""
+    """pass@1 of the graded episodes of each group (task path → group name); None when none was graded."""
     result = {}
     for name in sorted(set(groups.values())):
-        graded = [e for e in report.episodes if groups[e.task_path] == name and e.reward is not None]
-        result[name] = sum(e.reward > 0 for e in graded) / len(graded) if graded else None
+        graded = [e.outcome for e in report.episodes if groups[e.task_path] == name and e.outcome.graded]
+        result[name] = sum(o.correctness for o in graded) / len(graded) if graded else None
     return result
+
+
+def _rate(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
 
 
 def parse_args():
@@ -51,7 +57,7 @@ def parse_args():
     parser.add_argument("--samples", type=int, default=4, help="samples per task at --temperature (a GRPO group)")
     parser.add_argument("--max-turns", type=int, default=4, help="model calls per episode")
     parser.add_argument("--max-new-tokens", type=int, default=256, help="tokens per model call")
-    parser.add_argument("--sandbox", choices=["local", "docker", "daytona"], default="local", help="where tools run")
+    parser.add_argument("--sandbox", choices=BACKENDS, default="local", help="where tools run")
     parser.add_argument("--output", type=Path, required=True, help="JSON report to write")
     return parser.parse_args()
 
@@ -85,7 +91,8 @@ def main():
     }
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(result, indent=1, default=str))
-    print(f"pass@1 greedy {greedy.pass_at_1:.2f}, sampled {sampled.pass_at_1:.2f}; report: {args.output}")
+    print(f"pass@1 greedy {_rate(greedy.pass_at_1)} (coverage {_rate(greedy.coverage)}), "
+          f"sampled {_rate(sampled.pass_at_1)} (coverage {_rate(sampled.coverage)}); report: {args.output}")
 
 
 if __name__ == "__main__":

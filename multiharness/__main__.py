@@ -13,10 +13,14 @@ import logging
 import sys
 from pathlib import Path
 
+from .grading import ANSWER_TYPES
 from .paths import DEFAULT_MODEL_DIR, DEFAULT_TASKS_DIR
+from .sandbox import BACKENDS
 
-ANSWER_TYPES = ["numeric", "label", "yesno", "list", "date"]
-SANDBOXES = ["local", "docker", "daytona"]
+# `multiharness.harnesses.HARNESSES` and `multiharness.endpoint.POLICIES`, written out so that --help
+# does not import OpenEnv (seconds); tests/test_cli.py checks that they agree.
+HARNESS_NAMES = ["opencode", "claude-code", "codex", "mini-swe-agent"]
+POLICIES = ["model", "scripted"]
 
 
 # ---- tasks ------------------------------------------------------------------------------------
@@ -74,7 +78,7 @@ def _sandbox_run(args) -> int:
 
     from .sandbox import open_sandbox
 
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    command = args.command
     if not command:
         print("error: give the command after --, e.g. sandbox run TASK_DIR -- ls /home/user/input", file=sys.stderr)
         return 2
@@ -101,55 +105,29 @@ def _engine(args) -> int:
 def _episode(args) -> int:
     import time
 
-    import httpx
+    from .capture import CaptureError
+    from .endpoint import open_endpoint
+    from .harnesses import run_episode
+    from .tasks import load_task
 
-    from .capture import start_capture
-    from .engine import EngineServer, LocalEngine, ScriptedPolicy
-    from .harnesses import get_harness, prefix_forks, run_episode
-    from .model import load_model_and_tokenizer
-    from .tasks import load_task, solution_command
-
-    harness, task = get_harness(args.harness), load_task(args.task)
-    engine, level = None, None
-    if args.engine:  # someone else's engine (vLLM): ask its name, let the proxy measure its capture level
-        engine_url = args.engine.rstrip("/").removesuffix("/v1")
-        try:
-            model_name = httpx.get(f"{engine_url}/v1/models", timeout=30).json()["data"][0]["id"]
-        except (httpx.HTTPError, ValueError, KeyError, IndexError) as error:
-            print(f"error: no model list at {engine_url}/v1/models ({error}); start the engine first "
-                  "(python -m multiharness engine, or vllm serve) or leave out --engine", file=sys.stderr)
-            return 2
-    else:  # the local engine on --model, or the scripted stand-in that plays the task's reference solution
-        if args.policy == "scripted":
-            from transformers import AutoTokenizer
-
-            tokenizer = AutoTokenizer.from_pretrained(args.model, local_files_only=True)
-            policy = ScriptedPolicy(tokenizer, solution_command(task))
-        else:
-            policy = LocalEngine(*load_model_and_tokenizer(args.model))
-        model_name = "scripted" if args.policy == "scripted" else Path(args.model).name
-        engine = EngineServer(policy, model_name=model_name)
-        engine_url, level = engine.start(), "tokens"  # the local engine returns token ids and processed logprobs
+    task = load_task(args.task)
+    source = args.engine or args.model
     try:
-        with start_capture(engine_url, model_name, capture_level=level, max_tokens=args.max_tokens) as proxy:
-            result, trace, capture_error = run_episode(
-                harness, task, proxy, model=model_name, sampling={"temperature": args.temperature},
+        with open_endpoint(source, policy=args.policy, tasks=[task], max_tokens=args.max_tokens) as endpoint:
+            result, trace = run_episode(
+                args.harness, task, endpoint.proxy, model=endpoint.model, sampling={"temperature": args.temperature},
                 max_tokens=args.max_tokens, timeout_s=args.timeout,
             )
-    finally:
-        if engine is not None:
-            engine.stop()
+    except CaptureError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     args.output.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    trace_file = args.output / f"{harness.name}-{task.id}-{stamp}-{result.session_key[:8]}.json"
-    record = {**result.to_dict(), "capture_error": capture_error,
-              **(prefix_forks(trace) if trace is not None else {}), "trace_file": str(trace_file)}
+    trace_file = args.output / f"{args.harness}-{task.id}-{stamp}-{result.session_key[:8]}.json"
+    record = {**result.to_json(), "trace_file": str(trace_file)}
     trace_file.write_text(json.dumps({"episode": record, "trace": trace.model_dump() if trace else None}))
-    print(json.dumps({key: record[key] for key in (
-        "harness", "task_id", "correctness", "reward", "tool_calls", "model_calls", "seconds", "first_call_s",
-        "model_s", "harness_s", "capture_level", "failure", "error", "capture_error", "trace_file",
-    ) + (("transitions", "forks") if trace is not None else ())}))
-    return 0 if result.failure is None else 1
+    print(json.dumps(record))
+    return 0 if result.outcome.graded else 1
 
 
 # ---- parser -----------------------------------------------------------------------------------
@@ -192,12 +170,14 @@ def _parser() -> argparse.ArgumentParser:
 
     sandbox = commands.add_parser("sandbox", help="run commands in a task's sandbox")
     sandbox_commands = sandbox.add_subparsers(dest="sandbox_command", required=True)
-    run = sandbox_commands.add_parser("run", help="run one command in a fresh sandbox and print its output")
+    run = sandbox_commands.add_parser(
+        "run", help="run one command in a fresh sandbox and print its output",
+        usage="python -m multiharness sandbox run TASK_DIR [--sandbox B] [--timeout S] -- COMMAND [ARG ...]",
+    )
     run.add_argument("task_dir", type=Path, help="a task directory")
-    run.add_argument("--sandbox", choices=SANDBOXES, default="local", help="sandbox backend")
+    run.add_argument("--sandbox", choices=BACKENDS, default="local", help="sandbox backend")
     run.add_argument("--timeout", type=float, default=60.0, help="seconds before the command is killed")
-    run.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command and its arguments")
-    run.set_defaults(run=_sandbox_run)
+    run.set_defaults(run=_sandbox_run, takes_command=True)
 
     engine = commands.add_parser("engine", help="serve a model over OpenAI chat completions with token ids")
     engine.add_argument("--model", type=Path, default=DEFAULT_MODEL_DIR, help="local model folder")
@@ -206,12 +186,12 @@ def _parser() -> argparse.ArgumentParser:
     engine.set_defaults(run=_engine)
 
     episode = commands.add_parser("episode", help="run one harness episode on a task; prints one JSON line")
-    episode.add_argument("--harness", required=True, choices=["opencode", "claude-code", "codex", "mini-swe-agent"],
+    episode.add_argument("--harness", required=True, choices=HARNESS_NAMES,
                          help="the agent CLI to run in the task's sandbox")
     episode.add_argument("--task", type=Path, required=True, help="a task directory")
     episode.add_argument("--engine", help="URL of a running engine with token ids (vLLM); default: start one here")
     episode.add_argument("--model", type=Path, default=DEFAULT_MODEL_DIR, help="model folder for the local engine")
-    episode.add_argument("--policy", choices=["model", "scripted"], default="model",
+    episode.add_argument("--policy", choices=POLICIES, default="model",
                          help="scripted: play the task's reference solution instead of sampling (a harness check)")
     episode.add_argument("--timeout", type=float, default=900.0, help="seconds before the harness is killed")
     episode.add_argument("--max-tokens", type=int, default=1024, help="sampled tokens per model call")
@@ -224,7 +204,15 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # What follows the first `--` is a command to run, whatever options stand before it or after
+    # the positional arguments (argparse's REMAINDER would swallow options placed after TASK).
+    command = argv[argv.index("--") + 1 :] if "--" in argv else []
+    args = _parser().parse_args(argv[: argv.index("--")] if "--" in argv else argv)
+    if getattr(args, "takes_command", False):
+        args.command = command
+    elif command:
+        _parser().error(f"'{args.command}' takes no command after --")
     if args.command == "grade" and (args.task is None) == (args.gold is None):
         _parser().error("grade needs either --gold with --prediction, or --task with --answer")
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")

@@ -6,6 +6,10 @@ parse tool calls with TRL's `parse_response`, run them through `DataAnalysisEnv`
 results, and repeat until the model stops calling tools or the turn budget is spent. Metrics are
 the ones a GRPO run cares about: pass@1, mean reward, mean tool calls, the share of well-formed
 tool calls, and the share of task groups whose sampled rewards are all equal (no GRPO signal).
+Each episode ends with the environment's `Outcome` (`multiharness.episode`); the metrics are over
+the graded episodes only, None when none was graded, with the coverage beside them. A tqdm bar
+shows the mean reward and the failures as episodes end, and the failure budget stops an
+evaluation that is mostly ungraded.
 """
 
 import contextlib
@@ -16,11 +20,16 @@ from statistics import mean
 
 import torch
 
-from .whitebox import DataAnalysisEnv, prompt_messages, tool_schemas
+from .episode import FailureBudget, Outcome
+from .whitebox import TOOLS, DataAnalysisEnv, finish_episode, prompt_messages, tool_schemas
 
-__all__ = ["Episode", "Report", "evaluate", "select_tasks", "select_by_group", "task_group"]
+__all__ = ["MAX_FAILURE_SHARE", "Episode", "Report", "evaluate", "select_tasks", "select_by_group", "task_group"]
 
 logger = logging.getLogger(__name__)
+
+
+MAX_FAILURE_SHARE = 0.5
+"""Past this share of ungraded episodes an evaluation stops: its numbers would measure the infrastructure."""
 
 
 @dataclass
@@ -29,10 +38,8 @@ class Episode:
 
     task_path: str
     """The task directory."""
-    reward: float | None
-    """Shared reward; None when the episode could not be graded."""
-    tool_calls: int
-    """Tool calls parsed from the model's answers (submit_solution included)."""
+    outcome: Outcome
+    """Correctness, reward and tool calls (the answer excluded), or the boundary that failed."""
     well_formed_turns: int
     """Assistant turns whose tool calls parsed."""
     malformed_turns: int
@@ -45,13 +52,18 @@ class Episode:
 class Report:
     """Aggregate over episodes; pass@1 is the mean correctness of one sample per (task, draw)."""
 
-    pass_at_1: float
-    mean_reward: float
-    mean_tool_calls: float
-    well_formed_share: float
-    """Of the assistant turns that tried a tool call, the share that parsed."""
+    pass_at_1: float | None
+    """Over the graded episodes; None when none was graded."""
+    mean_reward: float | None
+    """Over the graded episodes; None when none was graded."""
+    mean_tool_calls: float | None
+    """Over the graded episodes; None when none was graded."""
+    well_formed_share: float | None
+    """Of the assistant turns that tried a tool call, the share that parsed (None when none tried)."""
     zero_spread_share: float | None
     """Share of tasks whose samples all got the same reward (None with one sample per task)."""
+    coverage: float | None
+    """Share of the episodes that were graded (None when there were none)."""
     not_graded: int
     episodes: list[Episode]
 
@@ -106,8 +118,8 @@ def _generate(model, tokenizer, conversations, tools, *, temperature, max_new_to
 def _call_tool(env: DataAnalysisEnv, call: dict) -> str:
     function = call.get("function", {})
     name, arguments = function.get("name"), function.get("arguments", {})
-    tool = getattr(DataAnalysisEnv, name, None) if isinstance(name, str) and not name.startswith("_") else None
-    if tool is None or name in ("reset", "get_reward") or not isinstance(arguments, dict):
+    tool = getattr(DataAnalysisEnv, name) if name in TOOLS else None
+    if tool is None or not isinstance(arguments, dict):
         return f"Error: unknown tool {name!r} or arguments that are not an object."
     try:
         return tool(env, **arguments)
@@ -125,8 +137,13 @@ def evaluate(
     max_turns: int = 4,
     max_new_tokens: int = 256,
     sandbox: str = "local",
+    progress: bool = True,
 ) -> Report:
-    """Roll out `samples_per_task` episodes per task and aggregate; greedy when temperature is 0."""
+    """Roll out `samples_per_task` episodes per task and aggregate; greedy when temperature is 0.
+
+    Raises `FailureBudgetExceeded` once more than MAX_FAILURE_SHARE of the episodes (at least
+    the first eight) could not be graded.
+    """
     from trl.chat_template_utils import add_response_schema, parse_response
 
     add_response_schema(tokenizer)
@@ -134,11 +151,17 @@ def evaluate(
     was_training = model.training
     model.eval()
     runs = [path for path in task_paths for _ in range(samples_per_task)]
-    tool_calls, well_formed, malformed = [0] * len(runs), [0] * len(runs), [0] * len(runs)
+    well_formed, malformed = [0] * len(runs), [0] * len(runs)
+    label = "greedy" if temperature == 0 else f"T={temperature:g}"
+    budget = FailureBudget(MAX_FAILURE_SHARE, min_episodes=8, total=len(runs), desc=f"evaluation ({label})",
+                           progress=progress)
     with contextlib.ExitStack() as cleanup:  # every sandbox is closed, whatever happens
-        envs = [cleanup.enter_context(DataAnalysisEnv(sandbox=sandbox)) for _ in runs]
+        cleanup.enter_context(budget)
+        envs = [cleanup.enter_context(DataAnalysisEnv(sandbox=sandbox, budget=budget)) for _ in runs]
         conversations = [prompt_messages(env.reset(task_path=path)) for env, path in zip(envs, runs)]
         active = [i for i, env in enumerate(envs) if not env.done]
+        for i in sorted(set(range(len(runs))) - set(active)):
+            finish_episode(envs[i])  # a task or sandbox that failed at reset: recorded now
         for _ in range(max_turns):
             if not active:
                 break
@@ -152,35 +175,42 @@ def evaluate(
                 message = parse_response(tokenizer, ids, prefix=prompt_ids, tools=tools)
                 conversations[i].append(message)
                 calls = message.get("tool_calls") or []
-                if not calls:
+                if calls:
+                    well_formed[i] += 1
+                    for call in calls:
+                        result = _call_tool(envs[i], call)
+                        conversations[i].append({"role": "tool", "name": call["function"]["name"], "content": result})
+                else:
                     malformed[i] += "<tool_call>" in message.get("content", "")
-                    continue
-                tool_calls[i] += len(calls)
-                well_formed[i] += 1
-                for call in calls:
-                    result = _call_tool(envs[i], call)
-                    conversations[i].append({"role": "tool", "name": call["function"]["name"], "content": result})
-                if not envs[i].done:
+                if calls and not envs[i].done:
                     still_active.append(i)
+                else:
+                    finish_episode(envs[i])  # the episode is over: score it now, its sandbox closes
             active = still_active
-        rewards = [env.get_reward() for env in envs]
+        outcomes = [finish_episode(env) for env in envs]  # the rest ran out of turns
     model.train(was_training)
-    episodes = [Episode(*fields) for fields in zip(runs, rewards, tool_calls, well_formed, malformed, conversations)]
+    episodes = [Episode(*fields) for fields in zip(runs, outcomes, well_formed, malformed, conversations)]
     return _report(episodes, samples_per_task)
 
 
+def _mean(values) -> float | None:
+    values = list(values)
+    return mean(values) if values else None
+
+
 def _report(episodes: list[Episode], samples_per_task: int) -> Report:
-    graded = [e for e in episodes if e.reward is not None]
+    graded = [e.outcome for e in episodes if e.outcome.graded]
     well_formed = sum(e.well_formed_turns for e in episodes)
     attempted = well_formed + sum(e.malformed_turns for e in episodes)
     groups = [episodes[i : i + samples_per_task] for i in range(0, len(episodes), samples_per_task)]
-    spreads = [len({e.reward for e in g}) == 1 for g in groups if all(e.reward is not None for e in g)]
+    spreads = [len({e.outcome.reward for e in g}) == 1 for g in groups if all(e.outcome.graded for e in g)]
     return Report(
-        pass_at_1=mean(e.reward > 0 for e in graded) if graded else 0.0,
-        mean_reward=mean(e.reward for e in graded) if graded else 0.0,
-        mean_tool_calls=mean(e.tool_calls for e in episodes) if episodes else 0.0,
-        well_formed_share=well_formed / attempted if attempted else 0.0,
-        zero_spread_share=mean(spreads) if samples_per_task > 1 and spreads else None,
+        pass_at_1=_mean(o.correctness for o in graded),
+        mean_reward=_mean(o.reward for o in graded),
+        mean_tool_calls=_mean(o.tool_calls for o in graded),
+        well_formed_share=well_formed / attempted if attempted else None,
+        zero_spread_share=_mean(spreads) if samples_per_task > 1 else None,
+        coverage=len(graded) / len(episodes) if episodes else None,
         not_graded=len(episodes) - len(graded),
         episodes=episodes,
     )

@@ -12,7 +12,8 @@ with that answer, and a one-line closing message. The rows use TRL's conversatio
 import logging
 
 from .sandbox import SandboxError, open_sandbox
-from .tasks import Task, grade_answer, solution_command
+from .episode import score
+from .tasks import Task, solution_command
 from .whitebox import DataAnalysisEnv, prompt_messages, tool_schemas
 
 __all__ = ["expert_trajectory", "expert_dataset"]
@@ -33,8 +34,9 @@ def expert_trajectory(task: Task, sandbox: str = "local") -> dict | None:
         observation = env.bash(command)
     answer = observation.rsplit("\n[exit code", 1)[0].strip().splitlines()[-1:] or [""]
     answer = answer[0].strip()
-    if not answer or grade_answer(task, answer) != 1:
-        logger.warning("task %s: reference solution gave %r, which does not grade 1; skipped", task.id, answer)
+    if not answer or score(task, answer, None).correctness != 1:
+        logger.warning("task %s: reference solution gave %r, which does not grade 1 (or was not graded); skipped",
+                       task.id, answer)
         return None
     messages = prompt_messages(instruction) + [
         {"role": "assistant", "content": "", "tool_calls": [_call("bash", {"command": command})]},

@@ -1,7 +1,9 @@
 """Grade an answer against the gold answer: 1 if it is right, 0 if not.
 
 The grader is deterministic, uses no model and never raises on a prediction: whatever was
-submitted (empty, huge, garbage, a shell command) scores 0 or 1. A prediction first passes
+submitted (empty, huge, garbage, a shell command) scores 0 or 1. When the grader itself fails
+(a bug in a rung, math_verify missing for the symbolic rung, a gold that is not a gold record)
+it raises `GradingError`: such an answer is not graded, never scored 0. A prediction first passes
 the pre-checks (not empty, at most 10,000 characters, not a shell command), then climbs a
 ladder of rungs; the first rung that matches scores 1. The answer type picks the rungs:
 
@@ -21,15 +23,18 @@ date (month and day order is ambiguous); a shell command ("echo 42", "cat answer
 any |, <, >, $( or inner backtick) scores 0.
 
 Written by hand because no maintained package grades this ladder; `math_verify` covers the
-symbolic rung only, and it is used there (the rung is skipped when it is not installed).
-The file needs nothing but the standard library: each task ships a verbatim copy as
-`tests/grader.py`, which Harbor's verifier runs inside the task's container:
+symbolic rung only, and it is used there. The file imports nothing but the standard library
+until a prediction reaches the symbolic rung, which needs math_verify (pinned in
+requirements.txt, requirements-sandbox.txt and the task image): each task ships a verbatim
+copy as `tests/grader.py`, which Harbor's verifier runs inside the task's container, so the
+host and the task grade every answer alike:
 
     python grader.py --json [--gold-file tests/gold.json] < answer.txt    # {"correctness": 1}
 
 The gold file is {"answer": str, "answer_type": str, "atol": float|null, "rtol": float|null,
 "ordered": bool}, by default `gold.json` next to this file. Exit status 0 means graded; any
-other status means the answer could not be graded (missing or bad gold), never "wrong".
+other status means the answer could not be graded (missing or bad gold, a grader failure),
+never "wrong".
 """
 
 from __future__ import annotations  # `float | None` annotations on the Python of any container
@@ -50,6 +55,7 @@ from pathlib import Path
 __all__ = [
     "ANSWER_TYPES",
     "DEFAULT_TOLERANCE",
+    "GradingError",
     "MAX_PREDICTION_CHARS",
     "SYMBOLIC_MAX_CHARS",
     "SYMBOLIC_TIMEOUT_S",
@@ -80,6 +86,13 @@ _GOLD_KEYS = ("answer", "answer_type", "atol", "rtol", "ordered")
 _log = logging.getLogger(__name__)
 
 
+class GradingError(ValueError):
+    """The grader could not grade: a bad gold record, a rung that failed, math_verify missing.
+
+    Callers record the answer as not graded (reward None), never as wrong.
+    """
+
+
 # ── grade: pre-checks, then the ladder ──────────────────────────────────────────────────
 
 
@@ -92,12 +105,13 @@ def grade(
     rtol: float | None = None,
     ordered: bool = False,
 ) -> int:
-    """Return 1 when `prediction` answers `gold`, else 0; never raises on the prediction.
+    """Return 1 when `prediction` answers `gold`, else 0; any prediction gets one of the two.
 
     `atol`/`rtol` replace the default tolerance of numeric comparisons (numbers, list items,
     symbolic values): |p - g| <= max(atol or 0, (rtol or 0) * |g|). `ordered=True` makes a
     list answer match item by item instead of as a multiset. An unknown `answer_type` or a
-    gold that is not a string is a caller bug and raises.
+    gold that is not a string is a caller bug and raises; a rung that fails raises
+    `GradingError` naming it (a grader bug must not pass for a wrong answer).
     """
     if answer_type not in ANSWER_TYPES:
         raise ValueError(f"Unknown answer_type {answer_type!r}. Expected one of {list(ANSWER_TYPES)}.")
@@ -110,37 +124,41 @@ def grade(
     rules = _Rules(atol, rtol, ordered)
     for rung in _LADDER[answer_type]:
         try:
-            if rung(prediction, gold, rules):
-                return 1
-        except Exception:  # a bug in one rung must not stop a training run: log it, try the next
-            _log.warning("grading rung %s failed on %r", rung.__name__, prediction[:200], exc_info=True)
+            matched = rung(prediction, gold, rules)
+        except GradingError:
+            raise
+        except Exception as error:
+            raise GradingError(f"grading rung {rung.__name__} failed on {prediction[:200]!r}: "
+                               f"{type(error).__name__}: {error}") from error
+        if matched:
+            return 1
     return 0
 
 
 def grade_with_gold(prediction: str, gold: dict) -> int:
     """Grade against a gold record as stored in a task's `tests/gold.json`.
 
-    Raises ValueError when the record is not one (a missing answer, an unknown key or
+    Raises GradingError when the record is not one (a missing answer, an unknown key or
     answer type, a non-numeric tolerance): such an answer cannot be graded.
     """
     if not isinstance(gold, dict):
-        raise ValueError(f"gold must be a JSON object with keys {list(_GOLD_KEYS)}, got {type(gold).__name__}.")
+        raise GradingError(f"gold must be a JSON object with keys {list(_GOLD_KEYS)}, got {type(gold).__name__}.")
     unknown = sorted(set(gold) - set(_GOLD_KEYS))
     if unknown:
-        raise ValueError(f"gold has unknown keys {unknown}. Expected only {list(_GOLD_KEYS)}.")
+        raise GradingError(f"gold has unknown keys {unknown}. Expected only {list(_GOLD_KEYS)}.")
     answer = gold.get("answer")
     if not isinstance(answer, str):
-        raise ValueError(f'gold "answer" must be a string, got {answer!r}: write numbers as text, e.g. "42".')
+        raise GradingError(f'gold "answer" must be a string, got {answer!r}: write numbers as text, e.g. "42".')
     answer_type = gold.get("answer_type", "label")
     if answer_type not in ANSWER_TYPES:
-        raise ValueError(f'gold "answer_type" is {answer_type!r}. Expected one of {list(ANSWER_TYPES)}.')
+        raise GradingError(f'gold "answer_type" is {answer_type!r}. Expected one of {list(ANSWER_TYPES)}.')
     for key in ("atol", "rtol"):
         value = gold.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-            raise ValueError(f'gold "{key}" must be a number or null, got {value!r}.')
+            raise GradingError(f'gold "{key}" must be a number or null, got {value!r}.')
     ordered = gold.get("ordered", False)
     if not isinstance(ordered, bool):
-        raise ValueError(f'gold "ordered" must be true or false, got {ordered!r}.')
+        raise GradingError(f'gold "ordered" must be true or false, got {ordered!r}.')
     return grade(prediction, answer, answer_type, atol=gold.get("atol"), rtol=gold.get("rtol"), ordered=ordered)
 
 
@@ -412,11 +430,14 @@ class _DropTimeoutNotice(logging.Filter):
 
 @functools.lru_cache(maxsize=None)
 def _load_math_verify():
-    """math_verify, imported on first use (sympy takes a second to load), or None when absent."""
+    """math_verify, imported on first use (sympy takes a second to load); GradingError when absent."""
     try:
         import math_verify
-    except ImportError:
-        return None
+    except ImportError as error:
+        raise GradingError(
+            f"the symbolic rung needs math_verify, which {sys.executable} cannot import ({error}): "
+            "pip install math-verify==0.9.0 (it is in requirements.txt, requirements-sandbox.txt and the task image)"
+        ) from error
     for name in ("math_verify.parser", "math_verify.grader"):
         logging.getLogger(name).addFilter(_DropTimeoutNotice())
     return math_verify
@@ -477,29 +498,30 @@ def _float_or_none(expression) -> float | None:
 def _call_with_timeout(function, timeout_s: float):
     """Run `function` in a daemon thread and wait at most `timeout_s`; None if it did not finish.
 
-    A daemon thread rather than a concurrent.futures pool: pool threads are joined when the
-    interpreter exits, so a runaway sympy computation would keep the grader process alive.
-    The abandoned thread runs on in the background until sympy returns.
+    An exception inside it is raised here. A daemon thread rather than a concurrent.futures
+    pool: pool threads are joined when the interpreter exits, so a runaway sympy computation
+    would keep the grader process alive. The abandoned thread runs on until sympy returns.
     """
-    result = []
+    result, failure = [], []
 
     def target() -> None:
         try:
             result.append(function())
-        except Exception:  # sympy raises all kinds of errors on odd input: that is "no match"
-            _log.debug("symbolic comparison failed", exc_info=True)
-            result.append(None)
+        except Exception as error:  # handed to the caller's thread
+            failure.append(error)
 
     worker = threading.Thread(target=target, name="grading-symbolic", daemon=True)
     worker.start()
     worker.join(timeout_s)
+    if failure:
+        raise failure[0]
     return result[0] if result else None
 
 
 def _same_expression(prediction: str, gold: str, rules: _Rules) -> bool:
     """Rung 6: math_verify finds the prediction equal to the gold ("1/2", "\\frac{1}{2}", "50%" == 0.5).
 
-    Needs `math_verify` (skipped without it), a prediction of at most SYMBOLIC_MAX_CHARS
+    Needs `math_verify` (GradingError without it), a prediction of at most SYMBOLIC_MAX_CHARS
     characters holding one expression with a digit (so "12 or 13" stays 0), and an answer
     within SYMBOLIC_TIMEOUT_S seconds.
     """
@@ -509,8 +531,6 @@ def _same_expression(prediction: str, gold: str, rules: _Rules) -> bool:
     if len(prediction) > SYMBOLIC_MAX_CHARS:
         return False
     math_verify = _load_math_verify()
-    if math_verify is None:
-        return False
     result = _call_with_timeout(lambda: _symbolic_equal(math_verify, prediction, gold, rules), SYMBOLIC_TIMEOUT_S)
     return result is True
 
@@ -554,7 +574,7 @@ def main(argv: list[str] | None = None) -> int:
     except FileNotFoundError:
         print(f"not graded: gold file {args.gold_file} does not exist; pass --gold-file PATH.", file=sys.stderr)
         return 2
-    except (OSError, ValueError) as error:  # unreadable file, bad JSON (a ValueError), bad gold record
+    except (OSError, ValueError) as error:  # unreadable file, bad JSON, bad gold record, grader failure
         print(f"not graded: {args.gold_file}: {error}", file=sys.stderr)
         return 2
     print(json.dumps({"correctness": correctness}) if args.json else correctness)

@@ -1,31 +1,34 @@
 """The whitebox environment: TRL runs the tool loop and calls these Python tools in a sandbox.
 
 `DataAnalysisEnv` follows TRL's `environment_factory` contract: `reset(**row)` opens a fresh
-sandbox for the row's task and returns its instruction, every public method is a tool whose
-schema TRL builds from the Google-style docstring, and `get_reward()` grades the submitted
-answer on the host with the shared reward. Rules of an episode:
+sandbox for the row's task and returns its instruction, and every public method is a tool whose
+schema TRL builds from the Google-style docstring. `finish_episode(env)` ends the episode and
+scores it with `multiharness.episode.score` (the reward function of `train/whitebox.py` calls
+it). Rules:
 
 - every tool except `submit_solution` counts as a tool call for the reward;
 - after `submit_solution`, or past the episode deadline (600 s), every tool answers that the
   episode is over;
 - an infrastructure failure (a task that does not load, a sandbox that did not start or
-  died) makes the episode "not graded": `get_reward()` returns None and TRL leaves it out of
-  the group, never 0;
-- the sandbox is closed on every path: on submit, at the deadline, when graded, at the next
+  died) ends the episode as not graded at that boundary: reward None, never 0;
+- with a `FailureBudget`, every outcome is recorded there, and the run stops once too many
+  episodes were not graded;
+- the sandbox is closed on every path: on submit, at the deadline, when scored, at the next
   reset, on leaving a `with` block, and when the environment is garbage-collected.
 """
 
+import dataclasses
 import logging
 import shlex
 import time
 import weakref
 from pathlib import Path
 
-from .reward import reward
+from .episode import FailureBudget, Outcome, failed, score
 from .sandbox import SandboxError, open_sandbox
-from .tasks import grade_answer, load_task
+from .tasks import load_task
 
-__all__ = ["DataAnalysisEnv", "SYSTEM_PROMPT", "EPISODE_SECONDS", "prompt_messages", "tool_schemas"]
+__all__ = ["DataAnalysisEnv", "SYSTEM_PROMPT", "EPISODE_SECONDS", "TOOLS", "finish_episode", "prompt_messages", "tool_schemas"]
 
 logger = logging.getLogger(__name__)
 
@@ -37,6 +40,9 @@ SYSTEM_PROMPT = (
     "is /workdir. Use the tools to inspect the files and compute the answer, then call "
     "submit_solution with the answer value only (not a command, not an explanation)."
 )
+
+TOOLS = ("bash", "read", "write", "edit", "ls", "grep", "glob", "submit_solution")
+"""The environment's tools, in the order their schemas are shown to the model."""
 
 _EPISODE_OVER = "The episode is over: no more tool calls are accepted."
 
@@ -51,14 +57,18 @@ def _close_quietly(sandbox) -> None:
 class DataAnalysisEnv:
     """One episode at a time on one task; TRL keeps a pool of these and calls `reset` per rollout."""
 
-    def __init__(self, sandbox: str = "local", episode_seconds: float = EPISODE_SECONDS):
+    def __init__(self, sandbox: str = "local", episode_seconds: float = EPISODE_SECONDS,
+                 budget: FailureBudget | None = None):
         self._backend = sandbox
         self._episode_seconds = episode_seconds
+        self._budget = budget
         self._sandbox = None
         self._finalizer = None
         self._task = None
+        self._task_id = ""
         self._answer: str | None = None
-        self._failure: str | None = None
+        self._failure: Outcome | None = None
+        self._outcome: Outcome | None = None
         self._tool_calls = 0
         self._deadline = 0.0
 
@@ -67,30 +77,35 @@ class DataAnalysisEnv:
     def reset(self, task_path: str, **row) -> str:
         """Open a fresh sandbox for the row's task; return the instruction TRL appends to the prompt."""
         self._close_sandbox()
-        self._task, self._answer, self._failure, self._tool_calls = None, None, None, 0
+        self._task, self._answer, self._failure, self._outcome, self._tool_calls = None, None, None, None, 0
+        self._task_id = Path(task_path).name
         self._deadline = time.monotonic() + self._episode_seconds
         try:
             self._task = load_task(Path(task_path))
         except (OSError, ValueError) as error:  # a bad task ends its episode, not the run
-            self._failure = f"task: {error}"
-            logger.warning("task %s could not be loaded: %s", task_path, error)
+            self._failure = failed(self._task_id, "task", error)
             return f"This task could not be loaded ({error}); the episode is over."
         try:
             self._sandbox = open_sandbox(self._task.path, self._backend)
             self._finalizer = weakref.finalize(self, _close_quietly, self._sandbox)
         except SandboxError as error:
-            self._failure = f"sandbox: {error}"
-            logger.warning("task %s: sandbox did not start: %s", self._task.id, error)
+            self._failure = failed(self._task_id, "sandbox", error)
         return self._task.instruction
 
-    def get_reward(self) -> float | None:
-        """Grade the submitted answer on the host; None when the episode could not be graded."""
-        self._close_sandbox()
-        if self._task is None or self._failure is not None:
-            return None
-        if self._answer is None:  # the model never submitted: a wrong episode, not a broken one
-            return reward(0, self._tool_calls)
-        return reward(grade_answer(self._task, self._answer), self._tool_calls)
+    def _finish(self) -> Outcome:
+        """End the episode and score it, once; see `finish_episode`."""
+        if self._outcome is None:
+            self._close_sandbox()
+            if self._failure is not None:
+                outcome = dataclasses.replace(self._failure, tool_calls=self._tool_calls)
+            elif self._task is None:
+                outcome = failed(self._task_id or "(none)", "task", "the environment was never reset with a task")
+            else:
+                outcome = score(self._task, self._answer, self._tool_calls)
+            self._outcome = outcome
+            if self._budget is not None:
+                self._budget.record(outcome)
+        return self._outcome
 
     def __enter__(self):
         return self
@@ -113,21 +128,30 @@ class DataAnalysisEnv:
             self._finalizer()  # runs _close_quietly once, then detaches
         self._sandbox = self._finalizer = None
 
-    def _run(self, command: str) -> str:
-        """Run a command for a tool; a dead sandbox ends the episode as not graded."""
+    def _start_tool(self) -> bool:
+        """Count a tool call; False (and the sandbox closed) once the episode accepts no more."""
         if self.done:
             self._close_sandbox()
-            return _EPISODE_OVER
+            return False
         self._tool_calls += 1
+        return True
+
+    def _run(self, command: str) -> str:
+        """Run a command for a tool; a dead sandbox ends the episode as not graded."""
+        if not self._start_tool():
+            return _EPISODE_OVER
         timeout = max(1.0, min(60.0, self._deadline - time.monotonic()))
         try:
             result = self._sandbox.exec(command, timeout=timeout)
         except SandboxError as error:
-            self._failure = f"sandbox: {error}"
-            self._close_sandbox()
-            return f"Error: the sandbox failed ({error}). The episode is over."
+            return self._sandbox_failed(error)
         note = " (timed out)" if result.timed_out else ""
         return f"{result.output}\n[exit code {result.exit_code}{note}]"
+
+    def _sandbox_failed(self, error: SandboxError) -> str:
+        self._failure = failed(self._task_id, "sandbox", error)
+        self._close_sandbox()
+        return f"Error: the sandbox failed ({error}). The episode is over."
 
     # ---- tools (public methods: TRL turns each into a tool from its docstring) ----------------
 
@@ -154,8 +178,15 @@ class DataAnalysisEnv:
             path: Path of the file, absolute or relative to /workdir.
             content: The full text to write.
         """
-        script = "import sys; open(sys.argv[1], 'w').write(sys.argv[2])"
-        return self._run(f"python3 -c {shlex.quote(script)} {shlex.quote(path)} {shlex.quote(content)}")
+        if not self._start_tool():
+            return _EPISODE_OVER
+        try:  # through the sandbox's file API: content of any size (a command line tops out at 128 KiB)
+            self._sandbox.write_file(path, content)
+        except SandboxError as error:
+            return self._sandbox_failed(error)
+        except (OSError, ValueError) as error:  # a bad path, a full disk: the model's to fix
+            return f"Error: {error}"
+        return f"wrote {len(content)} characters to {path}"
 
     def edit(self, path: str, old: str, new: str) -> str:
         """Replace one exact occurrence of a string in a text file.
@@ -218,6 +249,15 @@ class DataAnalysisEnv:
         return "Answer submitted."
 
 
+def finish_episode(env: DataAnalysisEnv) -> Outcome:
+    """End `env`'s episode (its sandbox closes), score it once, and return its `Outcome`.
+
+    A function, not a method: TRL offers every public method of the environment as a tool.
+    Calling it again returns the same outcome; the failure budget counts it once.
+    """
+    return env._finish()
+
+
 def prompt_messages(instruction: str) -> list[dict]:
     """The conversation a rollout starts from: what TRL builds from a dataset row plus `reset`."""
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": instruction}]
@@ -227,5 +267,4 @@ def tool_schemas() -> list[dict]:
     """The JSON schemas TRL derives from the tools, for SFT data and evaluation prompts."""
     from transformers.utils import get_json_schema
 
-    names = ["bash", "read", "write", "edit", "ls", "grep", "glob", "submit_solution"]
-    return [get_json_schema(getattr(DataAnalysisEnv, name)) for name in names]
+    return [get_json_schema(getattr(DataAnalysisEnv, name)) for name in TOOLS]

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from multiharness import evaluation
+from multiharness.episode import Outcome, failed
 from multiharness.evaluation import Episode, _report, evaluate, select_by_group, select_tasks, task_group
 from multiharness.tasks import load_task, run_reference_solution
 from multiharness.tasks.build import build_task, load_manifest
@@ -40,22 +41,23 @@ def test_a_model_that_submits_the_right_answer_passes(task, tiny, monkeypatch):
     monkeypatch.setattr(evaluation, "_generate", _scripted_replies(tokenizer, replies))
     report = evaluate(model, tokenizer, [str(task.path)], max_turns=4)
     # ls runs in the sandbox (its listing is the next tool message), submit ends the episode.
-    episode = report.episodes[0]
-    assert (report.pass_at_1, episode.tool_calls, episode.reward) == (1.0, 2, pytest.approx(1.09375))
+    # ls is the one tool call: the answer (submit_solution) is not one.
+    outcome = report.episodes[0].outcome
+    assert (report.pass_at_1, outcome.tool_calls, outcome.reward) == (1.0, 1, pytest.approx(1.09375))
 
 
 def test_a_malformed_call_counts_against_well_formed_share(task, tiny, monkeypatch):
     model, tokenizer = tiny
     monkeypatch.setattr(evaluation, "_generate", _scripted_replies(tokenizer, ['<tool_call>\n{"name": bash\n</tool_call>']))
     report = evaluate(model, tokenizer, [str(task.path)], max_turns=2)
-    assert (report.well_formed_share, report.pass_at_1, report.episodes[0].malformed_turns) == (0.0, 0.0, 1)
+    assert (report.well_formed_share, report.pass_at_1, report.episodes[0].malformed_turns) == (0.0, 0, 1)
 
 
 def test_a_real_tiny_model_runs_the_loop(task, tiny):
     # Random weights: nothing useful comes out, but generation, parsing and grading all run.
     model, tokenizer = tiny
     report = evaluate(model, tokenizer, [str(task.path)], temperature=1.0, samples_per_task=2, max_new_tokens=8)
-    assert len(report.episodes) == 2 and report.not_graded == 0 and report.zero_spread_share == 1.0
+    assert len(report.episodes) == 2 and (report.not_graded, report.coverage, report.zero_spread_share) == (0, 1.0, 1.0)
 
 
 @pytest.mark.parametrize(
@@ -67,8 +69,20 @@ def test_a_real_tiny_model_runs_the_loop(task, tiny):
     ],
 )
 def test_zero_spread_share_counts_groups_without_signal(rewards, samples, expected_zero_spread):
-    episodes = [Episode(f"t{i // samples}", r, 1, 1, 0) for i, r in enumerate(rewards)]
+    episodes = [Episode(f"t{i // samples}", _outcome(r), 1, 0) for i, r in enumerate(rewards)]
     assert _report(episodes, samples).zero_spread_share == expected_zero_spread
+
+
+def _outcome(reward: float | None) -> Outcome:
+    if reward is None:
+        return failed("t", "sandbox", "bwrap: cannot create namespace", tool_calls=1)
+    return Outcome("t", int(reward > 0), reward, 1)
+
+
+def test_nothing_graded_reports_none_not_zero():
+    report = _report([Episode("t", _outcome(None), 0, 0)] * 2, samples_per_task=2)
+    assert (report.pass_at_1, report.mean_reward, report.mean_tool_calls, report.coverage, report.not_graded) == (
+        None, None, None, 0.0, 2)
 
 
 def test_select_tasks_round_robins_over_templates(task):

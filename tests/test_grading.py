@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from multiharness import grading
-from multiharness.grading import ANSWER_TYPES, grade, grade_with_gold
+from multiharness.grading import ANSWER_TYPES, GradingError, grade, grade_with_gold
 
 GRADING_PY = Path(grading.__file__)
 
@@ -222,9 +222,25 @@ def test_slow_symbolic_check_scores_0_within_the_time_limit(monkeypatch):
     assert time.monotonic() - start < 2
 
 
-def test_symbolic_rung_is_skipped_without_math_verify(monkeypatch):
-    monkeypatch.setattr(grading, "_load_math_verify", lambda: None)
-    assert (grade("1/2", "0.5", "numeric"), grade("0.5", "0.5", "numeric")) == (0, 1)
+def test_without_math_verify_the_symbolic_rung_cannot_grade(monkeypatch):
+    # Earlier rungs still grade; an answer that needs the symbolic rung is not graded, never 0.
+    monkeypatch.setitem(sys.modules, "math_verify", None)  # `import math_verify` raises ImportError
+    grading._load_math_verify.cache_clear()
+    try:
+        assert grade("0.5", "0.5", "numeric") == 1
+        with pytest.raises(GradingError, match="pip install math-verify"):
+            grade("1/2", "0.5", "numeric")
+    finally:
+        grading._load_math_verify.cache_clear()
+
+
+def test_a_failing_rung_raises_instead_of_scoring_zero(monkeypatch):
+    def broken(prediction, gold, rules):
+        raise KeyError("a bug in a rung")
+
+    monkeypatch.setitem(grading._LADDER, "numeric", (broken,))
+    with pytest.raises(GradingError, match="rung broken failed on '42'"):
+        grade("42", "42", "numeric")
 
 
 # ── Fuzz: any text, any gold, any type: 0 or 1, never an exception ──
@@ -357,6 +373,38 @@ def test_cli_verbatim_copy_runs_standalone_with_gold_next_to_it(tmp_path):
     (tests_dir / "gold.json").write_text(json.dumps({"answer": "1234.5", "answer_type": "numeric"}))
     result = run_grader(tests_dir / "grader.py", "$1,234.50", "--json", python_flags=("-S",))
     assert (result.returncode, result.stdout.strip()) == (0, '{"correctness": 1}')
+
+
+# (answer, gold record): every rung, the symbolic one included, through both copies of the grader
+BOTH_COPIES = [
+    ("$1,234.50", {"answer": "1234.5", "answer_type": "numeric"}),
+    ("1/2", {"answer": "0.5", "answer_type": "numeric"}),  # symbolic rung: 1
+    ("\\frac{1}{3}", {"answer": "0.333", "answer_type": "numeric", "atol": 0.001}),  # symbolic, with tolerance
+    ("1/3", {"answer": "0.5", "answer_type": "numeric"}),  # symbolic rung: 0
+    ("Yes.", {"answer": "yes", "answer_type": "yesno"}),
+    ("b; a", {"answer": "a, b", "answer_type": "list"}),
+    ("March 5, 2024", {"answer": "2024-03-05", "answer_type": "date"}),
+    ("echo 42", {"answer": "42", "answer_type": "numeric"}),  # a command: 0
+]
+
+
+def test_the_task_side_copy_grades_like_the_host_with_the_sandbox_python(tmp_path):
+    # The task's tests/grader.py, run by the sandbox's Python (the task image's packages at the
+    # same pins: requirements-sandbox.txt), gives the host's grade on every input.
+    from multiharness.paths import SANDBOX_ENV_DIR
+
+    python = SANDBOX_ENV_DIR / "bin" / "python3"
+    if not python.exists():
+        pytest.skip(f"the sandbox Python is not installed at {SANDBOX_ENV_DIR}; run ./install.sh")
+    shutil.copy(GRADING_PY, tmp_path / "grader.py")
+    task_side, host = [], []
+    for answer, gold in BOTH_COPIES:
+        (tmp_path / "gold.json").write_text(json.dumps(gold))
+        result = subprocess.run([str(python), "-I", str(tmp_path / "grader.py"), "--json"], input=answer,
+                                capture_output=True, text=True, timeout=60, cwd=tmp_path)
+        task_side.append(json.loads(result.stdout)["correctness"] if result.returncode == 0 else result.stderr)
+        host.append(grade_with_gold(answer, gold))
+    assert task_side == host == [1, 1, 1, 0, 1, 1, 1, 0]
 
 
 def test_cli_help_explains_the_gold_file():

@@ -37,7 +37,6 @@ from multiharness.harnesses import (  # noqa: E402
     Harness,
     HarnessSession,
     get_harness,
-    prefix_forks,
     run_episode,
 )
 from multiharness.harnesses._common import Launch  # noqa: E402
@@ -66,10 +65,9 @@ def _build_task(root: Path) -> Path:
     return path
 
 
-def _record(result, trace, capture_error) -> dict:
-    record = {**result.to_dict(), "capture_error": capture_error, "turns": []}
+def _record(result, trace) -> dict:
+    record = {**result.to_json(), "turns": []}
     if trace is not None:
-        record.update(prefix_forks(trace))
         record["turns"] = [
             {
                 "prompt": len(t.prompt_token_ids),
@@ -103,38 +101,29 @@ def _offline_episodes(out: Path) -> None:
     import tempfile
     from concurrent.futures import ThreadPoolExecutor
 
-    from transformers import AutoTokenizer
-
-    from multiharness.capture import start_capture
-    from multiharness.engine import EngineServer, LocalEngine, ScriptedPolicy
-    from multiharness.model import load_model_and_tokenizer
-    from multiharness.tasks import load_task, solution_command
+    from multiharness.endpoint import open_endpoint
+    from multiharness.tasks import load_task
 
     records = {"scripted": {}, "real": {}, "internet": _reach("1.1.1.1", 443), "loopback": _loopback_works()}
     with tempfile.TemporaryDirectory() as scratch:
         task = load_task(_build_task(Path(scratch)))
         records["task"] = task.id
-        tokenizer = AutoTokenizer.from_pretrained(DEFAULT_MODEL_DIR, local_files_only=True)
-        # The trailing newline ends the solution's heredoc before the policy wraps it in `( ... ) > answer`.
-        policy = ScriptedPolicy(tokenizer, solution_command(task))
-        with EngineServer(policy, model_name="scripted") as engine:
-            with start_capture(engine.url, "scripted", capture_level="tokens") as proxy:
+        with open_endpoint(policy="scripted", tasks=[task]) as endpoint:
 
-                def scripted(name):
-                    return name, run_episode(name, task, proxy, model="scripted", timeout_s=300)
+            def scripted(name):
+                return name, run_episode(name, task, endpoint.proxy, model=endpoint.model, timeout_s=300)
 
-                with ThreadPoolExecutor(len(NAMES)) as pool:  # four sessions through one proxy at once
-                    for name, episode in pool.map(scripted, NAMES):
-                        records["scripted"][name] = _record(*episode)
+            with ThreadPoolExecutor(len(NAMES)) as pool:  # four sessions through one proxy at once
+                for name, episode in pool.map(scripted, NAMES):
+                    records["scripted"][name] = _record(*episode)
 
-        with EngineServer(LocalEngine(*load_model_and_tokenizer()), model_name="smol") as engine:
-            with start_capture(engine.url, "smol", capture_level="tokens", max_tokens=REAL_MAX_TOKENS) as proxy:
-                for name in NAMES:
-                    episode = run_episode(
-                        name, task, proxy, model="smol", sampling={"temperature": 1.0},
-                        max_model_calls=REAL_CALLS.get(name, 1), timeout_s=600,
-                    )  # fmt: skip
-                    records["real"][name] = _record(*episode)
+        with open_endpoint(DEFAULT_MODEL_DIR, max_tokens=REAL_MAX_TOKENS) as endpoint:
+            for name in NAMES:
+                episode = run_episode(
+                    name, task, endpoint.proxy, model=endpoint.model, sampling={"temperature": 1.0},
+                    max_model_calls=REAL_CALLS.get(name, 1), timeout_s=600,
+                )  # fmt: skip
+                records["real"][name] = _record(*episode)
     out.write_text(json.dumps(records, indent=1))
 
 
@@ -174,7 +163,7 @@ def offline(tmp_path_factory) -> dict:
             print(f"  {stack:8} {name:15} correctness={r['correctness']} calls={r['model_calls']} "
                   f"tools={r['tool_calls']} seconds={r['seconds']:.1f} first_call={r['first_call_s']} "
                   f"model={r['model_s']:.1f} harness={r['harness_s']:.1f} forks={r.get('forks')}/"
-                  f"{r.get('transitions')} failure={r['failure']}")  # fmt: skip
+                  f"{r.get('transitions')} boundary={r['boundary']}")  # fmt: skip
     return records
 
 
@@ -193,7 +182,7 @@ def test_the_episodes_ran_with_loopback_as_the_only_network(offline):
 @pytest.mark.parametrize("name", NAMES)
 def test_scripted_policy_solves_the_task_through_each_cli(offline, name):
     r = offline["scripted"][name]
-    assert r["failure"] is None, r["error"]
+    assert r["boundary"] is None, r["error"]
     # The answer comes from the input files, which exist only inside the sandbox: the CLI's tool
     # call really ran there, and the host grader gave it 1.
     assert (r["correctness"], r["tool_calls"] >= 1, r["reward"] > 1.0) == (1, True, True)
@@ -207,7 +196,7 @@ def test_scripted_policy_solves_the_task_through_each_cli(offline, name):
 def test_real_model_episode_leaves_a_token_level_trace(offline, name):
     r = offline["real"][name]
     # Any grade: a 135M model rarely answers. A failure must be recorded with its boundary.
-    assert (r["failure"] is None and r["reward"] is not None) or (r["failure"] and r["error"] and r["reward"] is None)
+    assert (r["boundary"] is None and r["reward"] is not None) or (r["boundary"] and r["error"] and r["reward"] is None)
     assert r["capture_level"] == "tokens" and r["capture_error"] is None
     assert 1 <= len(r["turns"]) <= r["model_calls"]
     for turn in r["turns"]:
@@ -227,7 +216,7 @@ def test_the_episode_command_prints_one_json_line_offline(tmp_path):
     )  # fmt: skip
     assert child.returncode == 0, child.stderr[-3000:]
     line = json.loads(child.stdout.strip().splitlines()[-1])
-    assert (line["harness"], line["correctness"], line["failure"]) == ("codex", 1, None)
+    assert (line["harness"], line["correctness"], line["boundary"]) == ("codex", 1, None)
     assert line["capture_level"] == "tokens"
     assert line["model_calls"] >= 2 and line["tool_calls"] >= 1 and line["forks"] == 0
     saved = json.loads(Path(line["trace_file"]).read_text())
@@ -251,7 +240,8 @@ def test_the_session_factory_feeds_trls_harness_rollout_loop(scripted_proxy, tas
         HarnessSessionFactory, get_harness("codex"), scripted_proxy, model="scripted", tasks=[load_task(task_dir)]
     )
     factory = make(sampling=training_sampling({"temperature": 0.8, "top_p": 1.0, "top_k": -1}))
-    session = factory.create([{"role": "user", "content": "the dataset's prompt"}], seed=0, episode_id="r0")
+    prompt = [{"role": "user", "content": load_task(task_dir).instruction}]  # the worker passes the prompt
+    session = factory.create(prompt, seed=0, episode_id="r0")
     try:
         assert isinstance(session, TrainableSession)
         assert session.wait_for_completion() == 0
@@ -264,6 +254,41 @@ def test_the_session_factory_feeds_trls_harness_rollout_loop(scripted_proxy, tas
     assert verdict.env_reward > 1.0 and verdict.metrics["correctness"] == 1
     assert (len(turns), len(sequences), tally["fork"]) == (3, 1, 0)  # one conversation, no retokenisation drift
     assert {turn.metadata["sampling_params"]["temperature"] for turn in trace.turns} == {0.8}  # pinned by the session
+
+
+def test_the_factory_finds_the_task_from_the_prompt_whatever_the_seed(scripted_proxy, task_dir, tmp_path):
+    from multiharness.harnesses import HarnessSessionFactory
+    from multiharness.tasks import load_task
+    from multiharness.tasks.build import build_task, load_manifest
+
+    other_row = next(r for r in load_manifest("train") if r["difficulty"] == "medium")
+    build_task(other_row, tmp_path / other_row["id"])
+    tasks = [load_task(tmp_path / other_row["id"]), load_task(task_dir)]
+    factory = HarnessSessionFactory(_Sleeper("0"), scripted_proxy, model="scripted", tasks=tasks, timeout_s=5)
+    prompt = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": tasks[1].instruction}]
+    picked = []
+    for seed in (None, 0, 1, 7):  # a restarted worker, another group: the same task
+        session = factory.create(prompt, seed=seed)
+        picked.append(session.task.id)
+        session.close()
+    assert picked == [tasks[1].id] * 4
+    with pytest.raises(ValueError, match="no task's instruction is in the prompt .the dataset's prompt. \\(of 2 tasks\\)"):
+        factory.create([{"role": "user", "content": "the dataset's prompt"}], seed=0)
+
+
+def test_a_bug_in_scoring_is_raised_not_recorded_as_a_harness_failure(scripted_proxy, task_dir, monkeypatch):
+    from multiharness.harnesses import session as session_module
+
+    def buggy(task, answer, tool_calls):
+        raise KeyError("a bug in our own scoring")
+
+    monkeypatch.setattr(session_module, "score", buggy)
+    session = HarnessSession(get_harness("codex"), task_dir, scripted_proxy, model="scripted", timeout_s=120).start()
+    try:
+        with pytest.raises(KeyError, match="a bug in our own scoring"):
+            session.wait_for_completion()
+    finally:
+        session.close()
 
 
 # ----------------------------------------------------------------------------------------------
@@ -395,10 +420,11 @@ CRASHES = [
 @pytest.mark.parametrize("what, command, message", CRASHES, ids=[c[0] for c in CRASHES])
 def test_a_crashed_harness_is_not_graded(scripted_proxy, task_dir, what, command, message):
     harness = _Broken(command)
-    result, trace, capture_error = run_episode(harness, task_dir, scripted_proxy, model="scripted", timeout_s=60)
-    assert (result.failure, result.correctness, result.reward) == ("harness", None, None)
-    assert message in result.error
-    assert trace is None and "not trainable" in capture_error  # it never called the model
+    result, trace = run_episode(harness, task_dir, scripted_proxy, model="scripted", timeout_s=60)
+    outcome = result.outcome
+    assert (outcome.boundary, outcome.correctness, outcome.reward) == ("harness", None, None)
+    assert message in outcome.error
+    assert trace is None and "not trainable" in result.capture_error  # it never called the model
 
 
 def test_a_dead_engine_is_not_graded(task_dir):
@@ -409,16 +435,17 @@ def test_a_dead_engine_is_not_graded(task_dir):
         dead.bind(("127.0.0.1", 0))
         engine_url = f"http://127.0.0.1:{dead.getsockname()[1]}"
         with start_capture(engine_url, "gone", capture_level="tokens") as proxy:
-            result, trace, _ = run_episode("codex", task_dir, proxy, model="gone", timeout_s=120)
-    assert (result.failure, result.correctness, result.reward) == ("engine", None, None)
-    assert engine_url in result.error and trace is None
+            result, trace = run_episode("codex", task_dir, proxy, model="gone", timeout_s=120)
+    outcome = result.outcome
+    assert (outcome.boundary, outcome.correctness, outcome.reward) == ("engine", None, None)
+    assert engine_url in outcome.error and trace is None
 
 
 def test_the_timeout_kills_the_harness_and_all_its_children(scripted_proxy, task_dir):
     from openenv.core.harness import LoopOwningSession, TrainableSession
 
     marker = f"1000.{secrets.randbelow(10**9):09d}"  # a sleep only this test starts
-    session = HarnessSession(_Sleeper(marker), task_dir, scripted_proxy, model="scripted", timeout_s=3)
+    session = HarnessSession(_Sleeper(marker), task_dir, scripted_proxy, model="scripted", timeout_s=3).start()
     assert isinstance(session, TrainableSession) and isinstance(session, LoopOwningSession)
     try:
         with pytest.raises(TimeoutError, match="timeout"):
@@ -426,7 +453,7 @@ def test_the_timeout_kills_the_harness_and_all_its_children(scripted_proxy, task
         result = session.verify([])
     finally:
         session.close()
-    assert (result.env_reward, result.metrics["failure"], result.metrics["timed_out"]) == (None, "harness", True)
+    assert (result.env_reward, result.metrics["boundary"], result.metrics["timed_out"]) == (None, "harness", True)
     assert 3 <= result.metrics["seconds"] < 20
     assert _host_processes_with(marker) == []  # the CLI and both of its children are gone
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from multiharness.grading import GradingError
 from multiharness.tasks import grade_answer, import_tasks, load_task, load_tasks
 from multiharness.tasks.importer import TaskImportError
 
@@ -122,11 +123,12 @@ def test_grade_answer_uses_the_task_s_own_grader(source, tmp_path, task_id, answ
     assert grade_answer(load_task(tmp_path / "out" / task_id), answer) == expected
 
 
-def test_a_grader_that_cannot_grade_gives_none(source, tmp_path):
+def test_a_grader_that_cannot_grade_raises(source, tmp_path):
     import_tasks(source, tmp_path / "out")
     task = load_task(tmp_path / "out" / "0000_324_324293_qa_2")
     (task.path / "tests" / "verifier_env.json").write_text("{}")  # no GOLD_ANSWER: their grader exits 1
-    assert grade_answer(task, "42.5") is None
+    with pytest.raises(GradingError, match="its grader exited 1"):
+        grade_answer(task, "42.5")
 
 
 def test_gold_moves_from_task_toml_to_tests(source, tmp_path):

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from multiharness.grading import GradingError
 from multiharness.tasks import (
     TaskHashMismatch,
     build_split,
@@ -26,7 +27,8 @@ from multiharness.tasks import (
 from multiharness.tasks import build
 from multiharness.tasks.build import SPLIT_SIZES, build_task, gold_leaks, load_manifest, plan_split
 from multiharness.tasks.tables import DOMAINS, FORMATS, write_tables
-from multiharness.tasks.templates import ANSWER_TYPES, HELD_OUT_TEMPLATES, TEMPLATES
+from multiharness.grading import ANSWER_TYPES
+from multiharness.tasks.templates import HELD_OUT_TEMPLATES, TEMPLATES
 
 TRAIN, TEST = load_manifest("train"), load_manifest("test")
 VENV_PATH = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
@@ -243,7 +245,8 @@ def test_unreadable_gold_is_not_graded(built, tmp_path):
     task_dir = tmp_path / "task"
     shutil.copytree(_task(built, SAMPLE[0]).path, task_dir)
     (task_dir / "tests" / "gold.json").write_text("{not json")
-    assert grade_answer(load_task(task_dir), "42") is None
+    with pytest.raises(GradingError, match="unreadable"):
+        grade_answer(load_task(task_dir), "42")
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,7 @@
 import importlib.util
 import inspect
 import json
+import os
 import re
 import shlex
 import subprocess
@@ -97,11 +98,33 @@ def test_whitebox_grpo_smoke_run_takes_two_real_steps(easy_tasks, tmp_path):
     assert state["global_step"] == 2 and len(rewards) == 2 and (tmp_path / "trackio").is_dir()
 
 
+@pytest.mark.slow
+def test_a_run_without_a_working_sandbox_stops_naming_the_sandbox(easy_tasks, tmp_path):
+    # An empty MULTIHARNESS_HOME has no sandbox Python: every rollout's sandbox fails to start,
+    # so the failure budget stops the run after its first step instead of training on None.
+    from multiharness.model import make_tiny_model
+
+    model = make_tiny_model(tmp_path / "tiny")
+    env = {**os.environ, "MULTIHARNESS_HOME": str(tmp_path / "empty-home")}
+    result = subprocess.run(
+        [sys.executable, "train/whitebox.py", "--preset", "smoke", "--model", str(model), "--tasks", str(easy_tasks),
+         "--output", str(tmp_path / "run")],
+        cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=600, env=env,
+    )  # fmt: skip
+    stopped = [line for line in result.stderr.splitlines() if line.startswith("training stopped:")]
+    assert result.returncode == 1 and len(stopped) == 1, result.stderr[-3000:]
+    assert stopped[0].startswith("training stopped: 2 of 2 episodes were not graded (sandbox 2)")
+    assert "sandbox boundary" in stopped[0] and "sandbox Python is missing" in stopped[0]
+    assert not (tmp_path / "run" / "trainer_state.json").exists()  # no step was taken on None rewards
+
+
 def test_eval_pass_by_group_leaves_ungraded_episodes_out():
+    from multiharness.episode import Outcome, failed
     from multiharness.evaluation import Episode
 
     script = _load_script("eval/whitebox.py")
-    episodes = [Episode("a", 1.1, 2, 2, 0), Episode("a", None, 0, 0, 0), Episode("b", 0.0, 1, 1, 0)]
+    episodes = [Episode("a", Outcome("a", 1, 1.1, 2), 2, 0), Episode("a", failed("a", "sandbox", "gone"), 0, 0),
+                Episode("b", Outcome("b", 0, 0.0, 1), 1, 0)]
     groups = {"a": "easy, seen templates", "b": "easy, unseen templates"}
     assert script.pass_by_group(SimpleNamespace(episodes=episodes), groups) == {
         "easy, seen templates": 1.0, "easy, unseen templates": 0.0,

@@ -9,9 +9,7 @@ from multiharness import whitebox
 from multiharness.sandbox import SandboxError
 from multiharness.tasks import grade_answer, load_task, run_reference_solution
 from multiharness.tasks.build import build_task, load_manifest
-from multiharness.whitebox import DataAnalysisEnv
-
-TOOLS = ["bash", "read", "write", "edit", "ls", "grep", "glob", "submit_solution"]
+from multiharness.whitebox import TOOLS, DataAnalysisEnv, finish_episode
 
 
 @pytest.fixture(scope="module")
@@ -31,9 +29,10 @@ def env(task):
 
 
 def test_public_methods_are_exactly_the_tools():
-    # TRL exposes every public function of the class as a tool, except reset and get_reward.
+    # TRL exposes every public function of the class as a tool, except reset (and get_reward,
+    # which this environment leaves to the training script's reward function).
     public = {name for name, _ in inspect.getmembers(DataAnalysisEnv, inspect.isfunction) if not name.startswith("_")}
-    assert public - {"reset", "get_reward"} == set(TOOLS)
+    assert public - {"reset"} == set(TOOLS) == {"bash", "read", "write", "edit", "ls", "grep", "glob", "submit_solution"}
 
 
 @pytest.mark.parametrize("name", TOOLS)
@@ -81,7 +80,7 @@ def test_right_answer_gets_the_reward_with_tool_bonus(task):
         env.ls("/home/user/input")
         env.submit_solution(answer)
         # One tool call (submit_solution does not count): 1 + 0.1 * 15 / 16.
-        assert env.get_reward() == pytest.approx(1.09375)
+        assert finish_episode(env).reward == pytest.approx(1.09375)
 
 
 @pytest.mark.parametrize(
@@ -96,7 +95,7 @@ def test_wrong_or_missing_answer_scores_zero(task, actions, expected):
         env.reset(task_path=str(task.path))
         for name, argument in actions:
             getattr(env, name)(argument)
-        assert env.get_reward() == expected
+        assert finish_episode(env).reward == expected
 
 
 def test_after_submit_every_tool_says_the_episode_is_over(task):
@@ -121,13 +120,13 @@ def test_a_sandbox_that_does_not_start_is_not_graded(task, monkeypatch):
     with DataAnalysisEnv() as env:
         env.reset(task_path=str(task.path))
         env.submit_solution("42")
-        assert env.get_reward() is None
+        assert finish_episode(env).reward is None
 
 
 def test_a_bad_task_is_not_graded_and_the_run_goes_on(tmp_path, task):
     with DataAnalysisEnv() as env:
         message = env.reset(task_path=str(tmp_path / "no-such-task"))
-        answers = [env.bash("ls"), env.get_reward()]
+        answers = [env.bash("ls"), finish_episode(env).reward]
         env.reset(task_path=str(task.path))  # the next episode works as usual
         assert "could not be loaded" in message and answers == [whitebox._EPISODE_OVER, None] and not env.done
 
@@ -137,7 +136,7 @@ def test_a_sandbox_that_dies_is_not_graded(task):
         env.reset(task_path=str(task.path))
         env._sandbox.close()  # killed under the episode's feet
         output = env.bash("echo hi")
-        assert "sandbox failed" in output and env.get_reward() is None
+        assert "sandbox failed" in output and finish_episode(env).reward is None
 
 
 def test_the_sandbox_is_closed_on_submit_and_after_grading(task, monkeypatch):
@@ -155,7 +154,7 @@ def test_the_sandbox_is_closed_on_submit_and_after_grading(task, monkeypatch):
     env.reset(task_path=str(task.path))
     env.submit_solution("x")
     env.reset(task_path=str(task.path))
-    env.get_reward()
+    finish_episode(env).reward
     assert closed == [True, True]
 
 

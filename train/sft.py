@@ -32,6 +32,7 @@ from multiharness.evaluation import select_tasks
 from multiharness.expert import expert_dataset
 from multiharness.model import cpu_supports_bf16, load_model_and_tokenizer, make_tiny_model
 from multiharness.paths import DEFAULT_MODEL_DIR, DEFAULT_TASKS_DIR
+from multiharness.sandbox import BACKENDS
 from multiharness.tasks import load_tasks
 
 
@@ -94,7 +95,7 @@ def parse_args():
     parser.add_argument("--dataset", type=Path, default=None, help="train on this saved dataset instead of building one")
     parser.add_argument("--output", type=Path, default=Path("outputs/sft"), help="checkpoint and logs folder")
     parser.add_argument("--steps", type=int, default=None, help="override the preset's number of steps")
-    parser.add_argument("--sandbox", choices=["local", "docker", "daytona"], default="local", help="where solutions run")
+    parser.add_argument("--sandbox", choices=BACKENDS, default="local", help="where solutions run")
     return parser.parse_args()
 
 

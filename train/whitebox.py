@@ -3,10 +3,13 @@
 
 The model gets a task instruction and eight tools (bash, read, write, edit, ls, grep, glob,
 submit_solution) that run in a sandbox holding the task's input files. TRL's `GRPOTrainer`
-calls the tools through `environment_factory`; the environment grades the submitted answer
-on the host with the shared reward:
+calls the tools through `environment_factory`; the reward function below ends each rollout's
+episode and scores it on the host with the shared reward:
 
     reward = correctness × (1 + 0.1·15/(15 + tool_calls))   (None when not graded)
+
+A run whose share of ungraded episodes passes MAX_FAILURE_SHARE (a sandbox that does not
+start, say) stops after its first step with the boundary that failed and the last error.
 
 GRPO needs mixed success within a group: start from the SFT warm start (`train/sft.py`),
 not from the base 135M model, which makes no well-formed tool call.
@@ -33,13 +36,16 @@ from pathlib import Path
 
 from datasets import Dataset
 
+from multiharness.episode import FailureBudget, FailureBudgetExceeded
 from multiharness.model import cpu_supports_bf16, load_model_and_tokenizer, make_tiny_model
 from multiharness.paths import DEFAULT_MODEL_DIR, DEFAULT_TASKS_DIR
+from multiharness.sandbox import BACKENDS
 from multiharness.tasks import load_tasks
-from multiharness.whitebox import SYSTEM_PROMPT, DataAnalysisEnv
+from multiharness.whitebox import DataAnalysisEnv, finish_episode, prompt_messages
 
 
 VLLM_SERVER = "http://127.0.0.1:8000"  # where `trl vllm-serve` listens by default
+MAX_FAILURE_SHARE = 0.5  # ungraded rollouts a run tolerates: past half, the infrastructure is broken, not flaky
 
 
 @dataclass(frozen=True)
@@ -97,9 +103,24 @@ def task_dataset(tasks_dir: Path, difficulties: tuple[str, ...]) -> Dataset:
     tasks = [t for t in load_tasks(tasks_dir) if t.difficulty in difficulties]
     if not tasks:
         raise SystemExit(f"No {'/'.join(difficulties)} tasks under {tasks_dir}: run `python -m multiharness tasks build`.")
-    # `reset` appends the instruction to the last user message.
-    prompt = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": ""}]
+    prompt = prompt_messages("")  # `reset` appends the instruction to the last user message
     return Dataset.from_list([{"prompt": prompt, "task_path": str(t.path)} for t in tasks])
+
+
+# ---------------------------------------------------------------- reward
+
+
+def episode_reward(environments, **kwargs) -> list[float | None]:
+    """The shared reward of each rollout, from its environment's outcome (`multiharness.episode.score`).
+
+    - right answer after n tool calls (submit_solution not counted): 1 + 0.1·15/(15 + n), 1.0 for n = 0;
+    - wrong answer: 0.0;
+    - no submit_solution before the tool-call or token budget ran out: 0.0 (wrong, not broken);
+    - not graded (the task did not load, the sandbox did not start or died, the grader could not
+      grade): None, which TRL leaves out of the group's mean and std, never 0.
+    Every outcome goes to the run's failure budget, which stops a run that is mostly ungraded.
+    """
+    return [finish_episode(environment).reward for environment in environments]
 
 
 # ---------------------------------------------------------------- training
@@ -113,7 +134,7 @@ def parse_args():
     parser.add_argument("--output", type=Path, default=Path("outputs/whitebox"), help="checkpoints and logs")
     parser.add_argument("--steps", type=int, default=None, help="override the preset's number of steps")
     parser.add_argument("--save-steps", type=int, default=None, help="override the preset's checkpoint interval")
-    parser.add_argument("--sandbox", choices=["local", "docker", "daytona"], default="local", help="where tools run")
+    parser.add_argument("--sandbox", choices=BACKENDS, default="local", help="where tools run")
     parser.add_argument("--resume", action="store_true", help="continue from the last checkpoint in --output")
     parser.add_argument("--space-id", default=None, help="publish the Trackio dashboard to this HF Space")
     parser.add_argument("--vllm-server", default=VLLM_SERVER, help="vLLM server URL (gpu preset)")
@@ -173,8 +194,11 @@ def main():
     dataset = task_dataset(args.tasks, preset.difficulties)
     print(f"tasks: {len(dataset)} from {args.tasks}")
 
+    # One budget for every environment of the run, judged from the first step's rollouts on.
+    budget = FailureBudget(MAX_FAILURE_SHARE, min_episodes=preset.rollouts_per_step, desc="rollouts")
+
     def make_env():
-        return DataAnalysisEnv(sandbox=args.sandbox)
+        return DataAnalysisEnv(sandbox=args.sandbox, budget=budget)
 
     config = grpo_config(args, preset, steps, bf16)
     (args.output / "training_config.json").write_text(
@@ -185,10 +209,15 @@ def main():
         processing_class=tokenizer,
         args=config,
         train_dataset=dataset,
+        reward_funcs=episode_reward,
         environment_factory=make_env,
     )
     print(f"training {steps} steps ({preset.rollouts_per_step} rollouts per step)")
-    trainer.train(resume_from_checkpoint=True if args.resume else None)
+    try:
+        with budget:
+            trainer.train(resume_from_checkpoint=True if args.resume else None)
+    except FailureBudgetExceeded as error:
+        raise SystemExit(f"training stopped: {error}") from error
     trainer.save_model(str(args.output))
     trainer.save_state()  # trainer_state.json: the per-step log the learning curve is drawn from
     print(f"saved the model to {args.output}; Trackio logs in {os.environ['TRACKIO_DIR']}")

@@ -22,14 +22,13 @@ the policy is deterministic.
 """
 
 import shlex
+from collections.abc import Callable
 
+from ..layout import ANSWER_PATH
 from .chat import render_assistant
 from .generation import GenerationRequest, Sample
 
-__all__ = ["ScriptedPolicy", "SHELL_TOOLS", "ANSWER_PATH", "shell_tool_call"]
-
-ANSWER_PATH = "/workdir/answer.txt"
-"""Where the graders read the answer."""
+__all__ = ["ScriptedPolicy", "SHELL_TOOLS", "shell_tool_call"]
 
 SHELL_TOOLS = {
     "bash": "OpenCode {command, description}, mini-swe-agent and OpenEnv's probe {command}",
@@ -106,9 +105,14 @@ def _mentions(messages: list[dict], needle: str) -> bool:
 
 
 class ScriptedPolicy:
-    """Plays `solution_command` (which prints the answer) through whatever harness calls it."""
+    """Plays a solution command (which prints the answer) through whatever harness calls it.
 
-    def __init__(self, tokenizer, solution_command: str, *, answer_path: str = ANSWER_PATH, max_model_len: int = 8192):
+    `solution_command` is the command, or a function from the conversation to the command (to
+    serve several tasks: `multiharness.endpoint` finds the task from its instruction).
+    """
+
+    def __init__(self, tokenizer, solution_command: str | Callable[[list[dict]], str], *,
+                 answer_path: str = ANSWER_PATH, max_model_len: int = 8192):
         self.tokenizer = tokenizer
         self.solution_command = solution_command
         self.answer_path = answer_path
@@ -117,8 +121,9 @@ class ScriptedPolicy:
     def reply(self, messages: list[dict], tools: list[dict] | None) -> dict:
         """The scripted assistant message for this point of the conversation."""
         turn = sum(1 for m in messages if m.get("role") == "assistant")
+        solution = self.solution_command(messages) if callable(self.solution_command) else self.solution_command
         # The newline before `)` ends a heredoc (`<<'PY' ... PY`) before the subshell closes.
-        commands = [self.solution_command, f"({self.solution_command}\n) > {shlex.quote(self.answer_path)}"]
+        commands = [solution, f"({solution}\n) > {shlex.quote(self.answer_path)}"]
         thoughts = ["Run the reference solution.", f"Write its output to {self.answer_path}."]
         if _mentions(messages, SUBMIT_SENTINEL):
             commands.append(f"echo {SUBMIT_SENTINEL}")

@@ -13,7 +13,7 @@ which records the token-exact trace the trainer learns from. The answer is grade
     trace, verdict = session.fetch_training_trace(), session.verify([])
     session.close()
 
-`run_episode` does the same in one call and returns the `EpisodeResult`. Modules: `_common`
+`run_episode` does the same in one call and returns the `EpisodeResult` and the trace. Modules: `_common`
 (sandbox, bridge to the proxy, launch, clean-up: shared by all), one module per CLI
 (`opencode`, `claude_code`, `codex`, `mini_swe_agent`: its configuration and how to count its
 tool calls), `session` (OpenEnv's `TrainableSession`, grading, reward, failures).
@@ -22,6 +22,8 @@ tool calls), `session` (OpenEnv's `TrainableSession`, grading, reward, failures)
 from __future__ import annotations
 
 from pathlib import Path
+
+from openenv.core.harness import TrainingTrace
 
 from ..capture import CaptureError, CaptureProxy
 from ..tasks import Task
@@ -57,23 +59,28 @@ def get_harness(name: str) -> Harness:
     return HARNESSES[name]
 
 
-def run_episode(harness: str | Harness, task: Task | str | Path, proxy: CaptureProxy, **settings):
-    """Run one episode to its end; return `(EpisodeResult, TrainingTrace or None, capture error or None)`.
+def run_episode(
+    harness: str | Harness, task: Task | str | Path, proxy: CaptureProxy, **settings
+) -> tuple[EpisodeResult, TrainingTrace | None]:
+    """Run one episode to its end; return its `EpisodeResult` and its training trace (None when it has none).
 
     `settings` are `HarnessSession`'s keywords: `model` (required), `sampling`, `max_tokens`,
-    `max_model_calls`, `timeout_s`, `sandbox`.
+    `max_model_calls`, `timeout_s`, `sandbox`, `budget`. Why a trace is missing is the result's
+    `capture_error`; its forks are the result's `forks`.
     """
     harness = get_harness(harness) if isinstance(harness, str) else harness
-    session = HarnessSession(harness, task, proxy, **settings)
+    session = HarnessSession(harness, task, proxy, **settings).start()
     try:
         try:
             session.wait_for_completion()
-        except TimeoutError:  # recorded in the result as a harness failure
+        except TimeoutError:  # recorded in the outcome as a harness failure
             pass
+        result, trace = session.result, None
         try:
-            trace, capture_error = session.fetch_training_trace(), None
+            trace = session.fetch_training_trace()
+            result.forks = prefix_forks(trace)
         except CaptureError as error:
-            trace, capture_error = None, str(error)
-        return session.result, trace, capture_error
+            result.capture_error = str(error)
+        return result, trace
     finally:
         session.close()

@@ -37,12 +37,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..episode import Boundary
+from ..layout import ANSWER_PATH, WORKDIR
 from ..paths import TOOLS_DIR
-from ..sandbox import WORKDIR, Sandbox, SandboxError, open_sandbox
+from ..sandbox import Sandbox, SandboxError, open_sandbox
 
 __all__ = [
-    "ANSWER_PATH",
-    "BOUNDARIES",
     "HOME",
     "Harness",
     "HarnessRun",
@@ -58,10 +58,6 @@ logger = logging.getLogger(__name__)
 
 HOME = "/home/user"
 """The harness's HOME inside the sandbox: a fresh tmpfs per episode, so no state carries over."""
-ANSWER_PATH = f"{WORKDIR}/answer.txt"
-"""Where the task asks for the answer; read back and graded on the host."""
-BOUNDARIES = ("harness", "sandbox", "engine", "task")
-"""Where an episode that was not graded failed (the `failure` of a result)."""
 
 SANDBOX_PROXY_PORT = 18080
 """Port of the forwarder on the sandbox's own loopback (each sandbox has its own network)."""
@@ -309,7 +305,7 @@ class HarnessRun:
     """The text of /workdir/answer.txt, None when there was none."""
     tool_calls: int | None = None
     """Native tool actions counted from the CLI's output."""
-    failure: str | None = None
+    boundary: Boundary | None = None
     """The boundary that failed ("harness", "sandbox"), None when the run itself went through."""
     error: str | None = None
     """What went wrong, for a person."""
@@ -356,7 +352,7 @@ def run_harness(
 ) -> HarnessRun:
     """Run `harness` once on the task in a fresh sandbox; never raises for a failed run.
 
-    The returned `HarnessRun` says what happened; `failure` names the boundary when the run
+    The returned `HarnessRun` says what happened; `boundary` names the one that failed when the run
     could not go through (the CLI missing or crashed or timed out: "harness"; the sandbox would
     not start or died: "sandbox"). A CLI that exits non-zero is a "harness" failure here, unless
     its output says its agent loop ended (`Harness.agent_ended`); the caller may reassign a
@@ -367,10 +363,10 @@ def run_harness(
     started = time.monotonic()
     missing = harness.missing()
     if missing:
-        run.failure, run.error = "harness", missing
+        run.boundary, run.error = "harness", missing
         return run
     if sandbox != "local":
-        run.failure = "sandbox"
+        run.boundary = "sandbox"
         run.error = f"harness runs need the local sandbox (bubblewrap); {sandbox!r} cannot reach the proxy yet"
         return run
     launch = harness.launch(context)
@@ -391,25 +387,25 @@ def run_harness(
         run.files = {path: text for path in harness.read_back if (text := _read(box, path)) is not None}
         run.answer = _read(box, ANSWER_PATH)
     except SandboxError as error:
-        run.failure, run.error = "sandbox", str(error)
+        run.boundary, run.error = "sandbox", str(error)
     except OSError as error:  # a file could not be written or read through a live sandbox
-        run.failure, run.error = "sandbox", f"{type(error).__name__}: {error}"
+        run.boundary, run.error = "sandbox", f"{type(error).__name__}: {error}"
     finally:
         if box is not None:
             box.close()
         bridge.close()
         run.calls = list(bridge.calls)
         run.seconds = time.monotonic() - started
-    if run.failure is None:
+    if run.boundary is None:
         if run.timed_out:
-            run.failure = "harness"
+            run.boundary = "harness"
             run.error = f"{harness.name} ran past its {timeout_s:.0f} s timeout and was killed with all its processes"
         elif run.exit_code == 97 and "proxy forwarder did not start" in run.output_tail:
-            run.failure, run.error = "sandbox", run.output_tail.strip()[-2000:]
+            run.boundary, run.error = "sandbox", run.output_tail.strip()[-2000:]
         elif run.exit_code != 0 and harness.agent_ended(run.events, run.files):
             logger.info("%s exited with code %s after its agent loop ended; graded", harness.name, run.exit_code)
         elif run.exit_code != 0:
-            run.failure = "harness"
+            run.boundary = "harness"
             said = run.output_tail.strip()[-2000:] or "no output"
             run.error = f"{harness.name} exited with code {run.exit_code}: {said}"
     try:

@@ -18,6 +18,8 @@ Tool calls: `item.completed` events whose item is a `command_execution` (or a `f
 or `mcp_tool_call`, the other tool actions Codex reports).
 """
 
+import tomli_w
+
 from ._common import HOME, NPM_MOUNT, Harness, Launch, LaunchContext, json_lines, npm_cli
 
 __all__ = ["Codex"]
@@ -30,27 +32,29 @@ TOOL_ITEMS = ("command_execution", "file_change", "mcp_tool_call")
 DISABLED_FEATURES = ("plugins", "remote_plugin", "apps", "in_app_updates", "goals", "view_image")
 """Features that reach the internet at start (`codex features list` names them)."""
 
-CONFIG = """\
-model = "{model}"
-model_provider = "capture"
-approval_policy = "never"
-sandbox_mode = "danger-full-access"
-check_for_update_on_startup = false
-web_search = "disabled"
 
-[model_providers.capture]
-name = "capture"
-base_url = "{base_url}/v1"
-env_key = "{key_variable}"
-wire_api = "responses"
-supports_websockets = false
 
-[features]
-{features}
-
-[analytics]
-enabled = false
-"""
+def config(context: LaunchContext) -> dict:
+    """`$CODEX_HOME/config.toml` for one episode (see the module docstring for each setting)."""
+    return {
+        "model": context.model,
+        "model_provider": "capture",
+        "approval_policy": "never",
+        "sandbox_mode": "danger-full-access",
+        "check_for_update_on_startup": False,
+        "web_search": "disabled",
+        "model_providers": {
+            "capture": {
+                "name": "capture",
+                "base_url": f"{context.base_url}/v1",
+                "env_key": KEY_VARIABLE,
+                "wire_api": "responses",
+                "supports_websockets": False,
+            }
+        },
+        "features": {feature: False for feature in DISABLED_FEATURES},
+        "analytics": {"enabled": False},
+    }
 
 
 class Codex(Harness):
@@ -61,18 +65,12 @@ class Codex(Harness):
         return dict([NPM_MOUNT])
 
     def launch(self, context: LaunchContext) -> Launch:
-        config = CONFIG.format(
-            model=context.model,
-            base_url=context.base_url,
-            key_variable=KEY_VARIABLE,
-            features="\n".join(f"{feature} = false" for feature in DISABLED_FEATURES),
-        )
         argv = [npm_cli("codex"), "exec", "--json", "--skip-git-repo-check",
                 "--dangerously-bypass-approvals-and-sandbox", context.instruction]  # fmt: skip
         return Launch(
             argv=argv,
             env={"CODEX_HOME": CODEX_HOME, KEY_VARIABLE: context.api_key},
-            files={f"{CODEX_HOME}/config.toml": config},
+            files={f"{CODEX_HOME}/config.toml": tomli_w.dumps(config(context))},
         )
 
     def agent_ended(self, events: str, files: dict[str, str]) -> bool:

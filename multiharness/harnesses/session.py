@@ -2,8 +2,9 @@
 
 `HarnessSessionFactory(harness, proxy, sampling=...)` makes one `HarnessSession` per rollout
 (`create(task)`): it opens a capture session with the training policy pinned (the CLIs send no
-temperature), starts the harness in its sandbox on a background thread, and then answers the
-loop-owning protocol that TRL's `HarnessRolloutWorker` (GPU) and a `rollout_func` (CPU) use:
+temperature), starts the harness in its sandbox on a background thread, and the session then
+answers the loop-owning protocol that TRL's `HarnessRolloutWorker` (GPU) and a `rollout_func`
+(CPU) use:
 
     session = factory.create(task)
     session.wait_for_completion()       # the CLI's exit code; TimeoutError if it was killed
@@ -13,13 +14,18 @@ loop-owning protocol that TRL's `HarnessRolloutWorker` (GPU) and a `rollout_func
 
 Rules:
 
-- The answer is read from /workdir/answer.txt and graded on the host; the gold never enters the
-  sandbox. A missing answer is a wrong answer (0).
-- Only an episode that ran to its end is graded. A failure is recorded once, as data: reward
-  None (never 0), `failure` naming the boundary it crossed and `error` saying what happened:
-  "harness" (not installed, crashed, exited non-zero, ran past its timeout), "sandbox" (would
-  not start or died), "engine" (the engine stopped answering: checked on its /v1/models when the
-  CLI failed), "task" (the task could not be loaded or its grader could not grade).
+- The task is a `Task`, a task directory, a dataset row with `task_path`, or the prompt's
+  messages, found among the factory's `tasks` by the instruction they hold (never by a seed, so
+  a restarted worker picks the same task); a prompt that names no task, or several, raises.
+- The answer is read from /workdir/answer.txt and scored on the host by
+  `multiharness.episode.score`; the gold never enters the sandbox. No answer is a wrong answer.
+- Only an episode that ran to its end is graded. A failure is recorded once, as data, in the
+  episode's `Outcome`: reward None (never 0), `boundary` naming the stage that failed and
+  `error` saying what happened: "harness" (not installed, crashed, exited non-zero, ran past its
+  timeout), "sandbox" (would not start or died), "engine" (the engine stopped answering: checked
+  on its /v1/models when the CLI failed), "task" (the task could not be loaded or its grader
+  could not grade). Any other exception is a bug: it is raised again by `wait_for_completion`
+  and `verify`.
 - The proxy's own budgets (model calls, wall time) end an agent's loop gracefully; the harness
   timeout is the backstop behind them (the session's wall time is the timeout less a grace),
   so a harness that has to be killed is a harness failure.
@@ -42,9 +48,9 @@ import httpx
 from openenv.core.harness import ResourceSession, ResourceSessionFactory, ToolResult, TrainingTrace, VerifyResult
 
 from ..capture import CaptureError, CaptureProxy
-from ..reward import reward as shared_reward
-from ..tasks import Task, grade_answer, load_task
-from ._common import SANDBOX_PROXY_PORT, Harness, HarnessRun, LaunchContext, run_harness
+from ..episode import FailureBudget, Outcome, failed, score
+from ..tasks import Task, find_task, load_task
+from ._common import SANDBOX_PROXY_PORT, Harness, LaunchContext, run_harness
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
@@ -65,18 +71,14 @@ ENGINE_CHECK_TIMEOUT_S = 10.0
 
 @dataclass
 class EpisodeResult:
-    """What one harness episode did: the grade and reward, where a failure happened, the timings."""
+    """What one harness episode did: its outcome, the model calls, the timings, the capture."""
 
     harness: str
     """The harness's registry name."""
     task_id: str
     """The task directory's name."""
-    correctness: int | None = None
-    """1 or 0 from the task's grader; None when the episode was not graded."""
-    reward: float | None = None
-    """The shared reward (`multiharness.reward`); None when not graded, never 0 for a failure."""
-    tool_calls: int | None = None
-    """The harness's native tool actions, counted from its own output."""
+    outcome: Outcome | None = None
+    """Correctness, reward, tool calls, or the boundary that failed; None while the episode runs."""
     model_calls: int = 0
     """Model calls the proxy forwarded to the engine."""
     seconds: float = 0.0
@@ -89,24 +91,27 @@ class EpisodeResult:
     """The CLI's exit status; None when it never ran."""
     timed_out: bool = False
     """True when the harness ran past its timeout and was killed with all its processes."""
-    failure: str | None = None
-    """The boundary that failed ("harness", "sandbox", "engine", "task"); None when graded."""
-    error: str | None = None
-    """What went wrong, for a person."""
     answer: str | None = None
     """The text of /workdir/answer.txt; None when the agent wrote none."""
     capture_level: str = ""
     """The proxy's capture level ("tokens" is trainable)."""
     session_key: str = ""
     """The capture session's id."""
+    capture_error: str | None = None
+    """Why the episode gave no training trace (`CaptureError`); None when it gave one or was not asked."""
+    forks: dict[str, int] | None = None
+    """`prefix_forks` of the training trace, when there is one."""
 
     @property
     def harness_s(self) -> float:
         """Time not spent waiting on the model: harness start-up, its own work, the tools."""
         return self.seconds - self.model_s
 
-    def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "harness_s": self.harness_s}
+    def to_json(self) -> dict[str, Any]:
+        """One flat record: the outcome's fields beside the episode's own."""
+        record = {k: v for k, v in asdict(self).items() if k not in ("outcome", "forks")}
+        outcome = self.outcome or failed(self.task_id, "harness", "the episode has not ended")
+        return {**outcome.to_json(), **record, **(self.forks or {}), "harness_s": self.harness_s}
 
 
 def prefix_forks(trace: TrainingTrace) -> dict[str, int]:
@@ -139,17 +144,6 @@ def _busy_seconds(intervals: list[tuple[float, float]]) -> float:
     return total
 
 
-def _load(task: Task | str | Path | Mapping) -> Task:
-    if isinstance(task, Task):
-        return task
-    if isinstance(task, Mapping):
-        path = task.get("task_path") or task.get("path")
-        if path is None:
-            raise ValueError(f"a task row needs 'task_path'; got keys {sorted(task)}")
-        return load_task(Path(path))
-    return load_task(Path(task))
-
-
 def _engine_alive(url: str) -> bool:
     try:
         return httpx.get(f"{url.rstrip('/')}/v1/models", timeout=ENGINE_CHECK_TIMEOUT_S).status_code == 200
@@ -158,12 +152,12 @@ def _engine_alive(url: str) -> bool:
 
 
 class HarnessSession(ResourceSession):
-    """One episode of a harness CLI on one task; the CLI starts as soon as the session is made."""
+    """One episode of a harness CLI on one task; `start()` (the factory calls it) launches the CLI."""
 
     def __init__(
         self,
         harness: Harness,
-        task: Task | str | Path | Mapping,
+        task: Task | str | Path,
         proxy: CaptureProxy,
         *,
         model: str,
@@ -173,24 +167,26 @@ class HarnessSession(ResourceSession):
         timeout_s: float = DEFAULT_TIMEOUT_S,
         sandbox: str = "local",
         episode_id: str | None = None,
+        budget: FailureBudget | None = None,
     ):
         self.harness = harness
         self.proxy = proxy
+        self.model = model
+        self.sandbox = sandbox
         self.max_model_calls = proxy.max_model_calls if max_model_calls is None else max_model_calls
         self.timeout_s = timeout_s
         self.episode_id = episode_id
-        self._run: HarnessRun | None = None
+        self.budget = budget
         self._sandbox = None
         self._closed = False
+        self._bug: BaseException | None = None
+        self.task: Task | None = None
+        task_id = task.id if isinstance(task, Task) else Path(task).name
+        self.result = EpisodeResult(harness.name, task_id, capture_level=proxy.capture_level)
         try:
-            self.task: Task | None = _load(task)
-            task_id = self.task.id
-        except (ValueError, OSError) as error:
-            self.task, task_id = None, str(task)
-            self.result = EpisodeResult(harness.name, task_id, failure="task", error=str(error))
-        else:
-            self.result = EpisodeResult(harness.name, task_id)
-        self.result.capture_level = proxy.capture_level
+            self.task = task if isinstance(task, Task) else load_task(Path(task))
+        except (ValueError, OSError) as error:  # a bad task ends its episode, not the run
+            self._finish(failed(task_id, "task", error))
         wall = max(timeout_s - WALL_TIME_GRACE_S, timeout_s / 2)
         self.key = proxy.open_session(
             sampling,
@@ -201,27 +197,33 @@ class HarnessSession(ResourceSession):
             task=task_id,
         )
         self.result.session_key = self.key
-        self._thread = threading.Thread(
-            target=self._episode, args=(model, sandbox), daemon=True, name=f"harness-{harness.name}"
-        )
+        self._thread = threading.Thread(target=self._episode, daemon=True, name=f"harness-{harness.name}")
+
+    def start(self) -> HarnessSession:
+        """Launch the CLI on its own thread (nothing to run when the task did not load)."""
         if self.task is not None:
             self._thread.start()
+        return self
 
     # ---- the episode, on its own thread ------------------------------------------------------
 
-    def _episode(self, model: str, sandbox: str) -> None:
+    def _episode(self) -> None:
         try:
-            self._run_and_grade(model, sandbox)
-        except Exception as error:  # noqa: BLE001 - recorded once, as data, never a crash of the caller
-            logger.exception("%s on %s: the episode failed", self.harness.name, self.result.task_id)
-            self.result.failure, self.result.error = "harness", f"{type(error).__name__}: {error}"
-            self.result.correctness = self.result.reward = None
+            self._finish(self._run_and_score())
+        except BaseException as error:  # a bug, not a boundary: raised again to whoever waits
+            logger.exception("%s on %s: the episode crashed", self.harness.name, self.result.task_id)
+            self._bug = error
 
-    def _run_and_grade(self, model: str, sandbox: str) -> None:
+    def _finish(self, outcome: Outcome) -> None:
+        self.result.outcome = outcome
+        if self.budget is not None:
+            self.budget.record(outcome)
+
+    def _run_and_score(self) -> Outcome:
         context = LaunchContext(
             base_url=f"http://127.0.0.1:{SANDBOX_PROXY_PORT}",
             api_key=self.key,
-            model=model,
+            model=self.model,
             instruction=self.task.instruction,
             max_model_calls=self.max_model_calls,
         )
@@ -232,49 +234,41 @@ class HarnessSession(ResourceSession):
             proxy_port=self.proxy.port,
             context=context,
             timeout_s=self.timeout_s,
-            sandbox=sandbox,
+            sandbox=self.sandbox,
             on_open=self._opened,
         )
-        self._run = run
         result = self.result
         result.exit_code, result.timed_out, result.answer = run.exit_code, run.timed_out, run.answer
-        result.tool_calls, result.seconds = run.tool_calls, run.seconds
+        result.seconds = run.seconds
         result.model_calls = self.proxy.model_calls(self.key)
         result.model_s = _busy_seconds([(start, end) for start, end in run.calls if end is not None])
         if run.calls and run.launch_s is not None:
             result.first_call_s = run.calls[0][0] - run.launch_s
-        result.failure, result.error = run.failure, run.error
+        boundary, error = run.boundary, run.error
         # CLIs that get errors from the proxy often give up and exit 0, so the engine is checked
         # whenever the run failed, made no call, or saw the proxy fail to reach the engine.
         upstream_errors = self.proxy.upstream_errors(self.key)
-        suspect = result.failure == "harness" or result.model_calls == 0 or upstream_errors > 0
-        if result.failure in (None, "harness") and suspect and not _engine_alive(self.proxy.engine_url):
-            result.failure = "engine"
-            result.error = (
+        suspect = boundary == "harness" or result.model_calls == 0 or upstream_errors > 0
+        if boundary in (None, "harness") and suspect and not _engine_alive(self.proxy.engine_url):
+            boundary = "engine"
+            error = (
                 f"the engine at {self.proxy.engine_url} stopped answering (GET /v1/models failed; the proxy "
                 f"saw {upstream_errors} failed call(s)); the harness said: {run.error or 'nothing'}"
             )
-        if result.failure is None:
-            self._grade()
-        if result.failure is not None:
-            logger.warning("%s on %s not graded (%s): %s", result.harness, result.task_id, result.failure, result.error)
+        if boundary is not None:
+            return failed(self.task.id, boundary, error, tool_calls=run.tool_calls)
+        return score(self.task, run.answer, run.tool_calls)
 
     def _opened(self, box) -> None:
         self._sandbox = box
         if self._closed:  # closed while the sandbox was starting
             box.close()
 
-    def _grade(self) -> None:
-        result = self.result
-        if result.answer is None:
-            result.correctness = 0  # the agent wrote no answer: wrong, not a failure
-        else:
-            result.correctness = grade_answer(self.task, result.answer)
-            if result.correctness is None:
-                result.failure = "task"
-                result.error = f"the grader of task {self.task.id} could not grade the answer {result.answer[:200]!r}"
-                return
-        result.reward = shared_reward(result.correctness, result.tool_calls)
+    def _join(self, timeout_s: float | None = None) -> None:
+        if self._thread.is_alive():
+            self._thread.join(timeout_s)
+        if self._bug is not None:
+            raise self._bug
 
     # ---- OpenEnv's loop-owning protocol ------------------------------------------------------
 
@@ -284,12 +278,11 @@ class HarnessSession(ResourceSession):
         Raises TimeoutError when `timeout_s` passes first, or when the harness itself ran past
         its timeout and was killed (its captured calls and its result stay readable).
         """
+        self._join(timeout_s)
         if self._thread.is_alive():
-            self._thread.join(timeout_s)
-            if self._thread.is_alive():
-                raise TimeoutError(f"{self.harness.name} on {self.result.task_id} still running after {timeout_s} s")
+            raise TimeoutError(f"{self.harness.name} on {self.result.task_id} still running after {timeout_s} s")
         if self.result.timed_out:
-            raise TimeoutError(self.result.error)
+            raise TimeoutError(self.result.outcome.error)
         return self.result.exit_code if self.result.exit_code is not None else -1
 
     def fetch_training_trace(self) -> TrainingTrace:
@@ -302,9 +295,8 @@ class HarnessSession(ResourceSession):
 
     def verify(self, transcript: list[dict], final_state: Any | None = None) -> VerifyResult:
         """The shared reward as `env_reward` (None when not graded) and the episode's record as metrics."""
-        if self._thread.is_alive():
-            self._thread.join()
-        return VerifyResult(env_reward=self.result.reward, done=True, metrics=self.result.to_dict())
+        self._join()
+        return VerifyResult(env_reward=self.result.outcome.reward, done=True, metrics=self.result.to_json())
 
     # ---- ResourceSession: the harness runs its own tools ----------------------------------
 
@@ -333,11 +325,12 @@ class HarnessSession(ResourceSession):
 
 
 class HarnessSessionFactory(ResourceSessionFactory[HarnessSession]):
-    """Makes one `HarnessSession` per rollout, all through the same capture proxy.
+    """Makes one `HarnessSession` per rollout, all through the same capture proxy, and starts it.
 
-    `task` given to `create` is a `Task`, a task directory, or a dataset row with `task_path`;
-    anything else (TRL passes the prompt's messages) picks from `tasks` by `seed`, so that every
-    generation of a GRPO group gets the same task.
+    `task` given to `create` is a `Task`, a task directory, a dataset row with `task_path`, or the
+    prompt's messages (what TRL's `HarnessRolloutWorker` passes), found among `tasks` by the
+    instruction they hold; the seed is never used to pick one. A `budget` records every outcome
+    and stops the run past its share of ungraded episodes.
     """
 
     def __init__(
@@ -352,6 +345,7 @@ class HarnessSessionFactory(ResourceSessionFactory[HarnessSession]):
         timeout_s: float = DEFAULT_TIMEOUT_S,
         sandbox: str = "local",
         tasks: list[Task] | None = None,
+        budget: FailureBudget | None = None,
     ):
         self.harness = harness
         self.proxy = proxy
@@ -363,15 +357,15 @@ class HarnessSessionFactory(ResourceSessionFactory[HarnessSession]):
             max_model_calls=max_model_calls,
             timeout_s=timeout_s,
             sandbox=sandbox,
+            budget=budget,
         )
         """The keywords every `HarnessSession` of this factory gets."""
 
     def create(self, task: Any, seed: int | None = None, episode_id: str | None = None) -> HarnessSession:
-        if not isinstance(task, (Task, str, Path, Mapping)) or (isinstance(task, Mapping) and "task_path" not in task):
-            if not self.tasks:
-                raise ValueError(
-                    f"cannot tell which task {task!r:.80} is: pass a Task, a task directory or a row with "
-                    "'task_path', or give the factory `tasks` to pick from by seed"
-                )
-            task = self.tasks[(seed or 0) % len(self.tasks)]
-        return HarnessSession(self.harness, task, self.proxy, episode_id=episode_id, **self.session_settings)
+        """A started session on `task`; ValueError when `task` names no task of this factory, or several."""
+        if isinstance(task, Mapping) and "task_path" in task:
+            task = task["task_path"]
+        elif not isinstance(task, (Task, str, Path)):
+            task = find_task(self.tasks, task)
+        session = HarnessSession(self.harness, task, self.proxy, episode_id=episode_id, **self.session_settings)
+        return session.start()

@@ -38,6 +38,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..layout import INPUT_DIR, WORKDIR
+
 __all__ = [
     "BACKENDS",
     "OUTPUT_CHARS",
@@ -57,11 +59,6 @@ OUTPUT_CHARS = 16_000
 """Characters of output a command returns (the end of it): enough for a table preview and a
 traceback, small enough for a 135M model's context."""
 
-WORKDIR = "/workdir"
-"""The writable working directory inside every sandbox."""
-
-INPUT_DIR = "/home/user/input"
-"""Where the task's input files appear, read-only."""
 
 
 class SandboxError(RuntimeError):

@@ -32,6 +32,7 @@ from multiharness.tasks.importer import import_tasks
 from multiharness.tasks.templates import HELD_OUT_TEMPLATES
 from multiharness.tasks.task import (
     Task,
+    find_task,
     grade_answer,
     load_task,
     load_tasks,
@@ -43,6 +44,7 @@ __all__ = [
     "Task",
     "load_task",
     "load_tasks",
+    "find_task",
     "grade_answer",
     "solution_command",
     "run_reference_solution",

@@ -38,6 +38,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import tomli_w
+
+from multiharness.grading import GradingError
+from multiharness.layout import ANSWER_PATH, INPUT_DIR, WORKDIR
 from multiharness.paths import DATA_DIR, DEFAULT_TASKS_DIR
 from multiharness.tasks.tables import write_tables
 from multiharness.tasks.task import Task, grade_answer, load_task, load_tasks, run_reference_solution, solution_program
@@ -75,13 +79,14 @@ HELD_OUT_SHARE = 0.2
 
 _SEED_BASE = {"train": 1_000, "test": 900_000}  # disjoint seed ranges: train 1000.., test 900000..
 
-# Pinned so that the container computes with what the reference solutions were checked with.
-_DOCKERFILE = """\
-# The task's container: input files read-only at /home/user/input, the agent works in /workdir.
+# Pinned so that the container computes with what the reference solutions were checked with,
+# and grades with what the host grades with (math-verify: the grader's symbolic rung).
+_DOCKERFILE = f"""\
+# The task's container: input files read-only at {INPUT_DIR}, the agent works in {WORKDIR}.
 FROM python:3.12-slim
-RUN pip install --no-cache-dir numpy==2.4.6 pandas==3.1.1 pyarrow==26.0.1
-COPY input/ /home/user/input/
-WORKDIR /workdir
+RUN pip install --no-cache-dir numpy==2.4.6 pandas==3.1.1 pyarrow==26.0.1 math-verify==0.9.0
+COPY input/ {INPUT_DIR}/
+WORKDIR {WORKDIR}
 """
 
 _TEST_SH = """\
@@ -91,7 +96,7 @@ _TEST_SH = """\
 # that cannot grade (bad gold) makes this script fail, which Harbor reports as an error.
 set -uo pipefail
 tests="$(cd "$(dirname "$0")" && pwd)"
-answer="${ANSWER_FILE:-/workdir/answer.txt}"
+answer="${ANSWER_FILE:-{ANSWER_PATH}}"
 reward_file="${REWARD_FILE:-/logs/verifier/reward.txt}"
 mkdir -p "$(dirname "$reward_file")"
 if [ ! -s "$answer" ]; then
@@ -100,18 +105,18 @@ if [ ! -s "$answer" ]; then
 fi
 verdict="$(python3 "$tests/grader.py" --json --gold-file "$tests/gold.json" < "$answer")" || exit 1
 python3 -c 'import json, sys; print(json.loads(sys.argv[1])["correctness"])' "$verdict" > "$reward_file"
-"""
+""".replace("{ANSWER_PATH}", ANSWER_PATH)
 
 _SOLVE_SH = """\
 #!/bin/bash
 # Reference solution: computes the answer from the input files alone and writes it to the
 # answer file. INPUT_DIR and ANSWER_FILE (absolute paths) default to the container's.
 set -euo pipefail
-answer_file="${ANSWER_FILE:-/workdir/answer.txt}"
-cd "${INPUT_DIR:-/home/user/input}"
+answer_file="${ANSWER_FILE:-{ANSWER_PATH}}"
+cd "${INPUT_DIR:-{INPUT_DIR}}"
 python3 - > "$answer_file" <<'PY'
 {program}PY
-"""
+""".replace("{ANSWER_PATH}", ANSWER_PATH).replace("{INPUT_DIR}", INPUT_DIR)
 
 _TITLES = {
     "sales": "Online shop orders",
@@ -130,10 +135,10 @@ _HARD_NOTE = (
 
 _ANSWER_NOTE = (
     "Answer with the value itself, not code or a command: call the `submit_solution` tool with it, "
-    "or, if you have no such tool, write it to /workdir/answer.txt."
+    f"or, if you have no such tool, write it to {ANSWER_PATH}."
 )
 
-_FILES_HEADER = "Files (in /home/user/input, no subfolders):"
+_FILES_HEADER = f"Files (in {INPUT_DIR}, no subfolders):"
 
 
 class TaskHashMismatch(Exception):
@@ -227,16 +232,6 @@ def _instruction(draft: Draft, files: list[str]) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def _toml_value(value) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    return json.dumps(str(value), ensure_ascii=False)  # a JSON string is a valid TOML basic string
-
-
 def _task_toml(draft: Draft) -> str:
     formats = sorted(set(draft.formats.values()))
     skills = [s for s in draft.template.skills if not (s == "join" and draft.tier == "easy")]  # easy: one table
@@ -257,10 +252,7 @@ def _task_toml(draft: Draft) -> str:
         "agent": {"timeout_sec": 600.0},
         "environment": {"build_timeout_sec": 600.0, "cpus": 1, "memory_mb": 2048, "storage_mb": 1024},
     }
-    text = 'version = "1.0"\n'
-    for name, values in sections.items():
-        text += f"\n[{name}]\n" + "".join(f"{key} = {_toml_value(value)}\n" for key, value in values.items())
-    return text
+    return tomli_w.dumps({"version": "1.0", **sections})
 
 
 def build_task(row: dict, task_dir: Path) -> dict:
@@ -530,7 +522,13 @@ def verify_tasks(out: Path = DEFAULT_TASKS_DIR, *, shell: bool = False, workers:
     for task, (answer, error) in zip(runnable, results):
         if error is not None:
             failures.append(VerifyFailure(task.id, "solution", f"reference solution failed: {error[-500:]}"))
-        elif (grade := grade_answer(task, answer)) != 1:
+            continue
+        try:
+            grade = grade_answer(task, answer)
+        except GradingError as grading_error:
+            failures.append(VerifyFailure(task.id, "solution", f"reference answer {answer!r} not graded: {grading_error}"))
+            continue
+        if grade != 1:
             failures.append(VerifyFailure(task.id, "solution", f"reference answer {answer!r} grades {grade}"))
     failures.sort(key=lambda f: f.task_id)
     report = VerifyReport(len(tasks), tuple(failures), tuple(missing), time.monotonic() - started)

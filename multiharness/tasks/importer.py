@@ -37,6 +37,8 @@ import sys
 import tomllib
 from pathlib import Path
 
+import tomli_w
+
 from multiharness.tasks.task import Task, load_task
 
 __all__ = ["SOURCE", "TaskImportError", "import_tasks"]
@@ -139,7 +141,7 @@ def _import_one(folder: Path, dest: Path, token: str | None) -> Task:
     if dest.exists():
         shutil.rmtree(dest)
     shutil.copytree(folder, dest, ignore=shutil.ignore_patterns("task.toml", ".git*", ".cache"))
-    (dest / "task.toml").write_text(_toml(config), encoding="utf-8")
+    (dest / "task.toml").write_text(tomli_w.dumps(config), encoding="utf-8")
     tests = dest / "tests"
     if (tests / "test.sh").exists():
         (tests / "test.sh").rename(tests / "original_test.sh")
@@ -196,29 +198,3 @@ def _download(dest: Path, inputs: Path, token: str) -> None:
     if not any(inputs.iterdir()):
         raise TaskImportError(f"{dest.name}: pull_bucket.py wrote nothing into {inputs} (it was given INPUT_DIR and "
                               f"that folder as its cwd); it may write only to /home/user/input: stage by hand.")
-
-
-def _toml(config: dict) -> str:
-    """TOML text for a task config: scalars, arrays and nested tables (what task.toml uses)."""
-
-    def value(v) -> str:
-        if isinstance(v, bool):
-            return "true" if v else "false"
-        if isinstance(v, (int, float)):
-            return repr(v)
-        if isinstance(v, list):
-            return "[" + ", ".join(value(x) for x in v) + "]"
-        if isinstance(v, dict):
-            return "{ " + ", ".join(f"{json.dumps(k)} = {value(x)}" for k, x in v.items()) + " }"
-        return json.dumps(str(v), ensure_ascii=False)  # a JSON string is a valid TOML basic string
-
-    def table(prefix: str, data: dict) -> list[str]:
-        lines = [f"{json.dumps(k) if not _ENV_NAME.fullmatch(k) else k} = {value(v)}"
-                 for k, v in data.items() if not isinstance(v, dict)]
-        out = ([f"[{prefix}]"] + lines + [""]) if prefix and (lines or not data) else (lines + [""] if lines else [])
-        for k, v in data.items():
-            if isinstance(v, dict):
-                out += table(f"{prefix}.{k}" if prefix else k, v)
-        return out
-
-    return "\n".join(table("", config)).rstrip("\n") + "\n"

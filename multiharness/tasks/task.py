@@ -8,9 +8,9 @@ on the host or by Harbor's verifier) and, for generated tasks, `solution/solve.s
 Grading rules: a generated task keeps its gold in `tests/gold.json` and is graded in-process
 with `multiharness.grading.grade_with_gold`; an imported task keeps its own `tests/grader.py`
 and the grading parameters of its `[verifier.env]` in `tests/verifier_env.json`, and its grader
-is the authority (run as a subprocess, answer on stdin). `grade_answer` returns 1 or 0, or
-None when the answer could not be graded (unreadable gold, a grader that crashed): callers
-record None as "not graded", never as wrong.
+is the authority (run as a subprocess, answer on stdin). `grade_answer` returns 1 or 0, and
+raises `GradingError` when the answer could not be graded (unreadable gold, a grader that
+crashed): `multiharness.episode.score` records that as "not graded", never as wrong.
 """
 
 from __future__ import annotations
@@ -26,12 +26,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from multiharness import grading
+from multiharness.layout import INPUT_DIR
 
 __all__ = [
-    "INPUT_DIR",
     "Task",
     "load_task",
     "load_tasks",
+    "find_task",
     "grade_answer",
     "solution_program",
     "solution_command",
@@ -39,9 +40,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-INPUT_DIR = "/home/user/input"
-"""Where the input files are inside a task's container or sandbox."""
 
 GRADER_TIMEOUT_S = 60.0
 """An imported task's grader gets this long per answer (it is a short script; a hang is a bug)."""
@@ -110,27 +108,62 @@ def load_tasks(root: Path) -> list[Task]:
     return sorted((load_task(p) for p in found), key=lambda task: (task.id, str(task.path)))
 
 
+def find_task(tasks: list[Task], prompt: str | list[dict]) -> Task:
+    """The task whose instruction `prompt` holds: a text, or chat messages (their user messages).
+
+    A harness wraps the instruction in its own prompt, so a message that contains the whole
+    instruction counts. Raises ValueError when no task matches, or several do (tasks that share an
+    instruction differ in their data): the caller then cannot know which task to grade against.
+    """
+    if isinstance(prompt, str):
+        texts = [prompt]
+    else:
+        texts = [_text(m.get("content")) for m in prompt if isinstance(m, dict) and m.get("role") == "user"]
+    matches = [task for task in tasks if any(task.instruction.strip() in text for text in texts)]
+    if len(matches) == 1:
+        return matches[0]
+    shown = repr(texts[-1][:120]) if texts else "with no user message"
+    if not matches:
+        raise ValueError(
+            f"no task's instruction is in the prompt {shown} (of {len(tasks)} tasks): build the prompt from "
+            "task.instruction, or pass a Task, a task directory or a row with 'task_path'"
+        )
+    raise ValueError(
+        f"{len(matches)} tasks have the instruction in the prompt {shown} ({', '.join(t.id for t in matches[:5])}): "
+        "pass a Task, a task directory or a row with 'task_path' to say which"
+    )
+
+
+def _text(content) -> str:
+    """A message's text: a string, or the text parts of a list of content parts."""
+    if isinstance(content, list):
+        return "\n".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return content if isinstance(content, str) else ""
+
+
 # ----------------------------------------------------------------------------------------------
 # Grading on the host
 # ----------------------------------------------------------------------------------------------
 
 
-def grade_answer(task: Task, answer: str) -> int | None:
-    """1 if `answer` is right, 0 if wrong, None if it could not be graded (see module docstring)."""
+def grade_answer(task: Task, answer: str) -> int:
+    """1 if `answer` is right, 0 if wrong; GradingError if it could not be graded (see module docstring)."""
     gold_file = task.path / "tests" / "gold.json"
     if gold_file.exists():
         try:
-            return grading.grade_with_gold(answer, json.loads(gold_file.read_text(encoding="utf-8")))
+            gold = json.loads(gold_file.read_text(encoding="utf-8"))
         except (OSError, ValueError) as error:  # bad JSON is a ValueError too
-            logger.warning("task %s: gold %s unreadable (%s); not graded", task.id, gold_file, error)
-            return None
+            raise grading.GradingError(f"task {task.id}: gold {gold_file} is unreadable: {error}") from error
+        try:
+            return grading.grade_with_gold(answer, gold)
+        except grading.GradingError as error:
+            raise grading.GradingError(f"task {task.id}: {error}") from error
     if (task.path / "tests" / "grader.py").exists():
         return _grade_with_task_grader(task, answer)
-    logger.warning("task %s: no tests/gold.json and no tests/grader.py; not graded", task.id)
-    return None
+    raise grading.GradingError(f"task {task.id} has no tests/gold.json and no tests/grader.py: nothing can grade it")
 
 
-def _grade_with_task_grader(task: Task, answer: str) -> int | None:
+def _grade_with_task_grader(task: Task, answer: str) -> int:
     """Run an imported task's own grader: answer on stdin, gold in its environment."""
     env_file = task.path / "tests" / "verifier_env.json"
     try:
@@ -141,20 +174,18 @@ def _grade_with_task_grader(task: Task, answer: str) -> int | None:
             env={"PATH": os.environ.get("PATH", ""), **{k: str(v) for k, v in verifier_env.items()}},
         )
     except (OSError, ValueError, subprocess.TimeoutExpired) as error:
-        logger.warning("task %s: its grader did not run (%s); not graded", task.id, error)
-        return None
+        raise grading.GradingError(f"task {task.id}: its grader did not run: {error}") from error
     if result.returncode != 0:
-        logger.warning("task %s: its grader exited %d (%s); not graded", task.id, result.returncode,
-                       result.stderr.strip()[-300:])
-        return None
+        raise grading.GradingError(
+            f"task {task.id}: its grader exited {result.returncode}: {result.stderr.strip()[-300:]}")
     try:
         verdict = json.loads(result.stdout.strip().splitlines()[-1])
         value = verdict.get("correctness", verdict.get("reward"))
     except (ValueError, IndexError, AttributeError):
         value = None
     if value not in (0, 1):  # 0.0/1.0 and true/false compare equal to 0/1 and are accepted
-        logger.warning("task %s: its grader printed %r, not correctness 0 or 1; not graded", task.id, result.stdout[-300:])
-        return None
+        raise grading.GradingError(
+            f"task {task.id}: its grader printed {result.stdout[-300:]!r}, not correctness 0 or 1")
     return int(value)
 
 

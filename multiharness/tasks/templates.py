@@ -28,11 +28,11 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from string import Template as _Code
 
+from multiharness.grading import ANSWER_TYPES
 from multiharness.tasks.tables import DOMAINS, FORMATS, Domain, Table
 
 __all__ = [
     "TIERS",
-    "ANSWER_TYPES",
     "Question",
     "Template",
     "TEMPLATES",
@@ -44,9 +44,6 @@ __all__ = [
 
 TIERS = ("easy", "medium", "hard")
 """Difficulty tiers, in order."""
-
-ANSWER_TYPES = ("numeric", "label", "yesno", "list", "date")
-"""Answer types the generated tasks use (the grader's answer_type values)."""
 
 TWO_DECIMALS_ATOL = 0.015
 """Tolerance for answers asked "rounded to 2 decimal places": one unit in the second decimal
