@@ -61,6 +61,13 @@ def test_file_tools_round_trip(env):
     assert "alpha delta" in outputs[0] and "notes.txt:1" in outputs[1] and "notes.txt" in outputs[2] and "notes.txt" in outputs[3]
 
 
+def test_write_takes_a_file_larger_than_a_command_line(env):
+    # 300 KiB: past the 128 KiB a single argument of a command line may hold (E2BIG).
+    content = "x" * 300_000 + "\nend\n"
+    answer = env.write("big.txt", content)
+    assert answer == f"wrote {len(content)} characters to big.txt" and "300005 big.txt" in env.bash("wc -c big.txt")
+
+
 @pytest.mark.parametrize(
     "content, old, expected",
     [
