@@ -7,6 +7,7 @@ proxy in front of it. `open_endpoint` builds it from what the user has and tears
     with open_endpoint(DEFAULT_MODEL_DIR) as endpoint:          # the local engine, in this process
     with open_endpoint("http://gpu-box:8000") as endpoint:      # a running engine (vLLM, or ours)
     with open_endpoint(policy="scripted", tasks=tasks) as endpoint:   # reference solutions: plumbing checks
+    with open_endpoint(LocalEngine(model, tokenizer), model_name="policy") as endpoint:  # a trainer's own model
         result, trace = run_episode("codex", task, endpoint.proxy, model=endpoint.model)
 
 An engine found at a URL is asked for its model's name and probed for its capture level
@@ -71,8 +72,9 @@ def _scripted(model_dir: Path, tasks: Sequence[Task]):
 
 @contextlib.contextmanager
 def open_endpoint(
-    source: str | Path = DEFAULT_MODEL_DIR,
+    source: str | Path | object = DEFAULT_MODEL_DIR,
     *,
+    model_name: str | None = None,
     policy: str = "model",
     tasks: Sequence[Task] = (),
     max_tokens: int = DEFAULT_MAX_TOKENS,
@@ -81,7 +83,8 @@ def open_endpoint(
 ) -> Iterator[Endpoint]:
     """Connect to an engine URL, or serve a model folder here, behind a capture proxy; close both after.
 
-    `source` is an `http(s)://` URL of a running engine, or a model folder. With
+    `source` is an `http(s)://` URL of a running engine, a model folder, or an engine object
+    (a `LocalEngine` on a model that is training: served as it is, named `model_name`). With
     `policy="scripted"` the folder gives only the tokenizer, and the reference solutions of
     `tasks` answer (the task of each call is found from the instruction in its prompt).
     """
@@ -97,12 +100,14 @@ def open_endpoint(
             url = source.rstrip("/").removesuffix("/v1")
             name, level = _served_name(url), None  # the proxy measures what a foreign engine returns
         else:
-            if policy == "scripted":
+            if not isinstance(source, (str, Path)):
+                engine_policy, name = source, model_name or "policy"
+            elif policy == "scripted":
                 engine_policy, name = _scripted(Path(source), tasks), "scripted"
             else:
                 from .model import load_model_and_tokenizer
 
-                engine_policy, name = LocalEngine(*load_model_and_tokenizer(Path(source))), Path(source).name
+                engine_policy, name = LocalEngine(*load_model_and_tokenizer(Path(source))), model_name or Path(source).name
             url = stack.enter_context(EngineServer(engine_policy, model_name=name)).url
             level = "tokens"  # the engines here return token ids and processed logprobs
         proxy = stack.enter_context(start_capture(url, name, capture_level=level, **limits))

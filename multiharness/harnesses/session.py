@@ -22,10 +22,10 @@ Rules:
 - Only an episode that ran to its end is graded. A failure is recorded once, as data, in the
   episode's `Outcome`: reward None (never 0), `boundary` naming the stage that failed and
   `error` saying what happened: "harness" (not installed, crashed, exited non-zero, ran past its
-  timeout), "sandbox" (would not start or died), "engine" (the engine stopped answering: checked
-  on its /v1/models when the CLI failed), "task" (the task could not be loaded or its grader
-  could not grade). Any other exception is a bug: it is raised again by `wait_for_completion`
-  and `verify`.
+  timeout), "sandbox" (would not start or died), "engine" (the engine stopped answering, checked
+  on its /v1/models when the CLI failed, or answered a call with an error), "task" (the task could
+  not be loaded or its grader could not grade). Any other exception is a bug: it is raised
+  again by `wait_for_completion` and `verify`.
 - The proxy's own budgets (model calls, wall time) end an agent's loop gracefully; the harness
   timeout is the backstop behind them (the session's wall time is the timeout less a grace),
   so a harness that has to be killed is a harness failure.
@@ -246,15 +246,19 @@ class HarnessSession(ResourceSession):
             result.first_call_s = run.calls[0][0] - run.launch_s
         boundary, error = run.boundary, run.error
         # CLIs that get errors from the proxy often give up and exit 0, so the engine is checked
-        # whenever the run failed, made no call, or saw the proxy fail to reach the engine.
+        # whenever the run failed, made no call, or saw the proxy fail to reach the engine; an
+        # engine that answered a call with an error is an engine failure even if it is alive
+        # (the episode the harness went on with is not the policy's).
         upstream_errors = self.proxy.upstream_errors(self.key)
         suspect = boundary == "harness" or result.model_calls == 0 or upstream_errors > 0
-        if boundary in (None, "harness") and suspect and not _engine_alive(self.proxy.engine_url):
-            boundary = "engine"
-            error = (
-                f"the engine at {self.proxy.engine_url} stopped answering (GET /v1/models failed; the proxy "
-                f"saw {upstream_errors} failed call(s)); the harness said: {run.error or 'nothing'}"
-            )
+        if boundary in (None, "harness") and suspect:
+            if not _engine_alive(self.proxy.engine_url):
+                boundary, what = "engine", "stopped answering (GET /v1/models failed)"
+            elif upstream_errors:
+                boundary, what = "engine", "answered with an error"
+            if boundary == "engine":
+                error = (f"the engine at {self.proxy.engine_url} {what}; the proxy saw {upstream_errors} failed "
+                         f"call(s); the harness said: {run.error or 'nothing'}")
         if boundary is not None:
             return failed(self.task.id, boundary, error, tool_calls=run.tool_calls)
         return score(self.task, run.answer, run.tool_calls)
