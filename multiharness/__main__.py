@@ -95,7 +95,7 @@ def _sandbox_run(args) -> int:
 def _engine(args) -> int:
     from .engine import serve
 
-    serve(args.model, host=args.host, port=args.port)
+    serve(args.model, host=args.host, port=args.port, cache_mb=args.cache_mb)  # None: the engine's default
     return 0
 
 
@@ -183,6 +183,9 @@ def _parser() -> argparse.ArgumentParser:
     engine.add_argument("--model", type=Path, default=DEFAULT_MODEL_DIR, help="local model folder")
     engine.add_argument("--host", default="127.0.0.1", help="address to listen on")
     engine.add_argument("--port", type=int, default=8001, help="port to listen on")
+    engine.add_argument("--cache-mb", type=float, default=None,
+                        help="MB for the prefix cache (keys and values of prompts already seen, least recently "
+                             "used evicted first; 0 turns it off; default: multiharness.engine.DEFAULT_CACHE_MB)")  # fmt: skip
     engine.set_defaults(run=_engine)
 
     episode = commands.add_parser("episode", help="run one harness episode on a task; prints one JSON line")

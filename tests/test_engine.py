@@ -109,6 +109,7 @@ def test_chat_completion_has_vllm_token_fields(tiny_server, tiny):
         "prompt_tokens": len(expected_prompt),
         "completion_tokens": len(ids),
         "total_tokens": len(expected_prompt) + len(ids),
+        "prompt_tokens_details": {"cached_tokens": 0},  # the first call on this server: nothing to reuse
     }
 
 

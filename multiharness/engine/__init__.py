@@ -5,19 +5,22 @@ CPU training and tests use this small engine; on any GPU, serve the model with v
 (`vllm serve MODEL --return-tokens-as-token-ids --logprobs-mode processed_logprobs`), which
 answers the same requests with the same fields, faster.
 
-- `LocalEngine(model, tokenizer)`: queued, batched sampling with the KV cache (`generation`).
+- `LocalEngine(model, tokenizer, cache_mb=...)`: continuous batching (`generation`, `batch_cache`)
+  over a prefix cache shared by every request (`prefix_cache`), so a harness call prefills only
+  the tokens no earlier call computed; `reset_cache()` after weights change by hand.
 - `EngineServer(policy, model_name=...)`: the HTTP surface in a background thread (`server`);
   `serve(model_path, host, port)` runs it in the foreground.
 - `ScriptedPolicy(tokenizer, solution_command)`: a deterministic stand-in that plays a task's
   reference solution through any harness's shell tool (`scripted`), for tests of the harness path.
 """
 
-from .generation import GenerationRequest, LocalEngine, Sample, SamplingParams
+from .generation import DEFAULT_CACHE_MB, GenerationRequest, LocalEngine, Sample, SamplingParams
 from .scripted import ScriptedPolicy
 from .server import EngineServer, create_app, serve
 
 __all__ = [
     "LocalEngine",
+    "DEFAULT_CACHE_MB",
     "SamplingParams",
     "GenerationRequest",
     "Sample",

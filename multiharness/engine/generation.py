@@ -1,12 +1,22 @@
-"""Sampling with the KV cache, returning each sampled token's behaviour log-probability.
+"""Continuous-batching sampling with a prefix cache, returning each sampled token's behaviour log-probability.
 
 The engine's one job beyond `model.generate`: for every sampled token, report the
 log-probability it had under the distribution it was actually drawn from (vLLM's
 `processed_logprobs`). That number is the behaviour policy of an RL rollout; the trainer
-divides by it. `generate(output_scores=True)` gives the processed scores too, but it cannot
-give a per-request seed, a per-request temperature inside one batch or stop strings checked
-on decoded text, so the loop is written out here (prefill, then one token per step on the
-cache, as `generate` does).
+divides by it. On top of that it does what makes vLLM fast at agent work: a prompt that
+shares a prefix with anything computed before prefills only the rest (`prefix_cache`), and
+requests join and leave the running batch between two tokens (`batch_cache`).
+
+Why this is written here and not an adapter over transformers' continuous batching
+(`generate_batch` / `ContinuousBatchingManager`, transformers 5.24), which has paged attention
+and block sharing: it samples every request with one `torch.multinomial` from the global
+generator (no per-request seed, and it reseeds the process with `torch.manual_seed`, which a
+colocated trainer would feel); greedy or sampled is one setting for the whole manager, so a
+temperature-0 request cannot share a batch with a sampled one; it ends a request on end-of-turn
+ids only (no stop strings); it returns the sampled token's logprob but no top-logprob
+alternatives; and it switches the model's attention implementation to a paged one, which the
+trainer sharing that model object would then train with. Each of those is part of this
+engine's contract, so the loop, the two caches and the scheduler are here.
 
 Rules, in the order they apply to the next-token logits (vLLM's order):
 
@@ -23,30 +33,56 @@ Rules, in the order they apply to the next-token logits (vLLM's order):
   found in the decoded text (the tokens that produced it are kept; the text is cut by the
   server), on a stop token id, or after `max_tokens` (default: the rest of the context window).
 
-Requests queue: one worker thread takes every request waiting (up to `max_batch_rows` rows)
-and decodes them as one left-padded batch, so concurrent harness sessions share the model.
-Left padding changes the logits of a batched row by float rounding only (about 1e-6 in fp32).
-Generation runs under `torch.no_grad()` with the model in eval mode; a model that was training
-(colocated with a trainer) is put back in training mode afterwards.
+Scheduling, by one worker thread that owns the model while it has work:
+
+- Each iteration prefills up to `PREFILL_TOKENS` prompt tokens of the waiting requests, first
+  come first served, then decodes one token for every running row. A long prompt is prefilled
+  in pieces between decode steps, so running rows keep going and a short request starts as
+  soon as the prompts before it are in; rows leave the batch the step they finish.
+- A request's prefill starts from the longest cached prefix of its prompt (all but its last
+  token at most: the last one's logits are needed) and stores the prompt's blocks when done; a
+  finished row stores its completion's blocks too, so the next call of the same session, which
+  re-sends prompt + completion + tool output, prefills only the tool output. Reuse is exact up
+  to float rounding: the cached keys and values are those the same weights computed for the
+  same ids at the same positions.
+- The cache belongs to the weights. Colocated with a trainer the engine serves the trainer's
+  own model object; an optimiser step changes the parameters in place, which bumps their
+  version counters, and the engine drops the cache on the next request that sees a new
+  version (`reset_cache()` does it explicitly, for weights replaced without an in-place op).
+  A row that was computed before the change never stores its blocks.
+- A cancelled future (the HTTP client went away) frees its rows at the next token boundary.
+- Generation runs under `torch.no_grad()` with the model in eval mode; a model that was
+  training is put back in training mode before the last result of a busy period is handed out.
 """
 
-import inspect
 import logging
 import math
 import queue
 import random
 import threading
+from collections import deque
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 import torch
 
-__all__ = ["SamplingParams", "GenerationRequest", "Sample", "LocalEngine"]
+from .batch_cache import BatchCache
+from .prefix_cache import PrefixCache
+
+__all__ = ["SamplingParams", "GenerationRequest", "Sample", "LocalEngine", "DEFAULT_CACHE_MB"]
 
 logger = logging.getLogger(__name__)
 
 MASKED_LOGPROB = -9999.0
 """What a top-logprob entry outside the sampling support reports (vLLM's stand-in for -inf; JSON has no infinity)."""
+
+DEFAULT_CACHE_MB = 2048
+"""Prefix-cache budget: SmolLM2-135M keeps 45 KB per token in fp32, so 2 GB holds ~46k tokens, the
+shared prefix of all four harnesses (5.5–5.9k tokens each) plus a GRPO group's conversations."""
+
+PREFILL_TOKENS = 512
+"""Prompt tokens computed between two decode steps: about one second on 2 cores, so running rows
+slow down but never stall behind a 6k-token prompt; smaller pieces cost more per token."""
 
 
 @dataclass(frozen=True)
@@ -103,20 +139,35 @@ class Sample:
     """Per position, the most likely (id, logprob) pairs of the processed distribution."""
     stop_string: str | None = None
     """The stop string that ended the choice, when one did."""
+    cached_tokens: int = 0
+    """Prompt tokens whose keys and values came from the prefix cache (the same for every choice of a request)."""
 
 
-@dataclass
 class _Job:
-    request: GenerationRequest
-    future: Future
+    """One request, from the queue to its samples."""
+
+    def __init__(self, request: GenerationRequest, future: Future):
+        self.request = request
+        self.future = future
+        self.past = None
+        """Its prompt's cache while the prefill is under way (a `DynamicCache` of one row)."""
+        self.computed = 0
+        """Prompt tokens whose keys and values are in `past`."""
+        self.cached_tokens = 0
+        """Prompt tokens that came from the prefix cache."""
+        self.weights = None
+        """The weights version its keys and values were computed with."""
+        self.logits: torch.Tensor | None = None
+        self.rows: list[_Row] = []
+        self.open_rows = 0
 
 
 class _Row:
     """One choice being decoded."""
 
-    def __init__(self, request: GenerationRequest, choice: int, budget: int, device: torch.device):
-        params = request.params
-        self.request = request
+    def __init__(self, job: _Job, choice: int, budget: int, device: torch.device):
+        params = job.request.params
+        self.job = job
         self.params = params
         self.budget = budget
         self.token_ids: list[int] = []
@@ -137,6 +188,7 @@ class _Row:
             finish_reason=self.finish_reason or "length",
             top_logprobs=self.top_logprobs,
             stop_string=self.stop_string,
+            cached_tokens=self.job.cached_tokens,
         )
 
 
@@ -174,24 +226,48 @@ def _eos_token_ids(model, tokenizer) -> set[int]:
     return ids
 
 
+def _full_attention_layers(model) -> int:
+    """The model's layer count, once it is known that every layer attends to the whole past (what `BatchCache` holds)."""
+    config = model.config.get_text_config()
+    kinds = set(getattr(config, "layer_types", None) or ["full_attention"])
+    if kinds != {"full_attention"}:
+        raise ValueError(
+            f"the local engine decodes full-attention models only; {config.model_type} has {sorted(kinds)} layers. "
+            "Serve this model with vLLM instead."
+        )
+    return config.num_hidden_layers
+
+
 class LocalEngine:
-    """The transformers policy behind the engine server: queued, batched, KV-cached sampling.
+    """The transformers policy behind the engine server: continuous batching over a prefix-cached model.
 
     Build it from a loaded `model, tokenizer` pair (a trainer's own objects when colocated, so
-    rollouts always see the current weights) and call `generate(request)` from any thread.
+    rollouts always see the current weights) and call `generate(request)` or `submit(request)`
+    from any thread. `cache_mb` is the prefix cache's budget (0 turns it off).
     """
 
-    def __init__(self, model, tokenizer, *, max_batch_rows: int = 16, max_model_len: int | None = None):
+    def __init__(
+        self,
+        model,
+        tokenizer,
+        *,
+        max_batch_rows: int = 16,
+        max_model_len: int | None = None,
+        cache_mb: float = DEFAULT_CACHE_MB,
+    ):
         self.model = model
         self.tokenizer = tokenizer
         self.max_batch_rows = max_batch_rows
         self.max_model_len = max_model_len or getattr(model.config, "max_position_embeddings", None) or 2048
         self.eos_token_ids = _eos_token_ids(model, tokenizer)
-        # transformers 5.24 names the KV cache argument `cache`; older model code says `past_key_values`.
-        forward = inspect.signature(model.forward).parameters
-        self._cache_kwarg = "cache" if "cache" in forward else "past_key_values"
-        self._pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else min(self.eos_token_ids)
+        self.prefix_cache = PrefixCache(int(cache_mb * 2**20))
+        self._batch = BatchCache(_full_attention_layers(model), max_batch_rows)
+        self._running: list[_Row] = []  # row i of the batch is self._running[i]
+        self._waiting: deque[_Job] = deque()
         self._queue: queue.Queue[_Job | None] = queue.Queue()
+        self._resets = 0
+        self._weights = self._weights_version()
+        self._was_training: bool | None = None  # set while the worker holds the model in eval mode
         self._worker: threading.Thread | None = None
         self._start_lock = threading.Lock()
         self._closed = False
@@ -199,11 +275,11 @@ class LocalEngine:
     # --- public -------------------------------------------------------------------------
 
     def generate(self, request: GenerationRequest) -> list[Sample]:
-        """Sample `request.params.n` choices; blocks until this request's batch is done."""
+        """Sample `request.params.n` choices; blocks until they are done."""
         return self.submit(request).result()
 
     def submit(self, request: GenerationRequest) -> Future:
-        """Queue a request; the future resolves to its list of `Sample`s."""
+        """Queue a request; the future resolves to its list of `Sample`s. Cancelling it frees its rows."""
         self._check(request)
         if self._closed:
             raise RuntimeError("the engine is closed; create a new LocalEngine to generate again")
@@ -215,6 +291,28 @@ class LocalEngine:
         self._queue.put(_Job(request, future))
         return future
 
+    def generate_batch(self, requests: list[GenerationRequest]) -> list[list[Sample]]:
+        """Sample several requests at once (they share the running batch); one list of samples per request."""
+        for request in requests:
+            self._check(request)
+        futures = [self.submit(request) for request in requests]
+        return [future.result() for future in futures]
+
+    def reset_cache(self) -> None:
+        """Drop the prefix cache: the weights changed. Call it after an update that replaces the model's
+        tensors without an in-place op (`param.data = ...`); optimiser steps are noticed on their own."""
+        self._resets += 1
+        self.prefix_cache.clear()
+
+    def stats(self) -> dict:
+        """Rows decoding, requests waiting, the running rows' cache memory, and the prefix cache's counters."""
+        return {
+            "running_rows": len(self._running),
+            "waiting_requests": len(self._waiting) + self._queue.qsize(),
+            "batch_kv_bytes": self._batch.nbytes(),
+            "prefix_cache": self.prefix_cache.stats(),
+        }
+
     def close(self) -> None:
         """Stop the worker thread once the queued requests are done."""
         self._closed = True
@@ -223,7 +321,7 @@ class LocalEngine:
             self._worker.join(timeout=60)
             self._worker = None
 
-    # --- queue ----------------------------------------------------------------------------
+    # --- checks -------------------------------------------------------------------------
 
     def _check(self, request: GenerationRequest) -> None:
         params = request.params
@@ -239,127 +337,188 @@ class LocalEngine:
         if params.n < 1 or params.n > self.max_batch_rows:
             raise ValueError(f"n must be between 1 and {self.max_batch_rows}, got {params.n}")
 
+    def _weights_version(self) -> tuple[int, int]:
+        """Changes whenever a parameter is modified in place (autograd's version counters) or the cache is reset."""
+        return self._resets, sum(p._version for p in self.model.parameters())
+
+    def _weights_now(self) -> tuple[int, int]:
+        """The current weights version; a new one drops the prefix cache, whose entries belong to the old weights."""
+        version = self._weights_version()
+        if version != self._weights:
+            self._weights = version
+            self.prefix_cache.clear()
+            logger.info("the model's weights changed: prefix cache dropped")
+        return version
+
+    # --- the worker -----------------------------------------------------------------------
+
     def _work(self) -> None:
-        carry: _Job | None = None
+        stopping = False
+        with torch.no_grad():
+            while True:
+                if not (self._waiting or self._running):
+                    if stopping:
+                        return
+                    job = self._queue.get()
+                    if job is None:
+                        return
+                    self._waiting.append(job)
+                stopping = self._take_queued() or stopping
+                self._drop_cancelled()
+                if self._was_training is None:
+                    self._was_training = self.model.training
+                    self.model.eval()
+                done = self._prefill_step() + self._decode_step()
+                if not (self._waiting or self._running) and self._queue.empty():
+                    self._release_model()
+                for job in done:
+                    if job.future.set_running_or_notify_cancel():
+                        job.future.set_result([row.sample() for row in job.rows])
+
+    def _take_queued(self) -> bool:
+        """Move queued requests to the waiting line; True when `close()` asked the worker to stop."""
         while True:
-            job = carry or self._queue.get()
-            carry, stop_after = None, False
+            try:
+                job = self._queue.get_nowait()
+            except queue.Empty:
+                return False
             if job is None:
-                return
-            jobs, rows = [job], job.request.params.n
-            # Take what else is waiting, up to the batch size: these sessions asked at the same time.
-            while rows < self.max_batch_rows:
-                try:
-                    nxt = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if nxt is None:
-                    stop_after = True
-                    break
-                if rows + nxt.request.params.n > self.max_batch_rows:
-                    carry = nxt  # first in the next batch
-                    break
-                jobs.append(nxt)
-                rows += nxt.request.params.n
-            jobs = [j for j in jobs if j.future.set_running_or_notify_cancel()]
-            if jobs:
-                self._run(jobs)
-            if stop_after:
-                return
+                return True
+            self._waiting.append(job)
 
-    def _run(self, jobs: list[_Job]) -> None:
-        logger.debug("decoding %d request(s), %d row(s)", len(jobs), sum(j.request.params.n for j in jobs))
-        try:
-            results = self.generate_batch([j.request for j in jobs])
-        except Exception as exc:  # noqa: BLE001 - handed to every caller in the batch
-            logger.exception("generation failed for a batch of %d request(s)", len(jobs))
-            for j in jobs:
-                j.future.set_exception(exc)
-            return
-        for j, samples in zip(jobs, results):
-            j.future.set_result(samples)
+    def _release_model(self) -> None:
+        if self._was_training:
+            self.model.train()
+        self._was_training = None
 
-    # --- decoding -------------------------------------------------------------------------
+    def _drop_cancelled(self) -> None:
+        for job in [j for j in self._waiting if j.future.cancelled()]:
+            self._waiting.remove(job)
+            logger.info("request cancelled before its prefill ended (%d prompt tokens)", len(job.request.prompt_ids))
+        cancelled = [i for i, row in enumerate(self._running) if row.job.future.cancelled()]
+        for i in reversed(cancelled):
+            self._remove_row(i)
+        if cancelled:
+            logger.info("request cancelled: freed %d row(s)", len(cancelled))
 
-    def generate_batch(self, requests: list[GenerationRequest]) -> list[list[Sample]]:
-        """Decode several requests as one batch, in the calling thread (the queue calls this)."""
-        for request in requests:
-            self._check(request)
-        model = self.model
-        was_training = model.training
-        model.eval()
-        try:
-            with torch.no_grad():
-                return self._decode(requests)
-        finally:
-            if was_training:
-                model.train()
+    def _fail(self, jobs: list[_Job], error: Exception) -> None:
+        for job in jobs:
+            if job.future.set_running_or_notify_cancel():
+                job.future.set_exception(error)
 
-    def _decode(self, requests: list[GenerationRequest]) -> list[list[Sample]]:
+    # --- prefill --------------------------------------------------------------------------
+
+    def _prefill_step(self) -> list[_Job]:
+        """Prefill up to `PREFILL_TOKENS` prompt tokens, first come first served; start the rows of finished prompts."""
+        done, budget = [], PREFILL_TOKENS
+        while budget > 0 and self._waiting:
+            job = self._waiting[0]
+            if len(self._running) + job.request.params.n > self.max_batch_rows:
+                break  # its rows start when running ones finish
+            try:
+                budget -= self._prefill(job, budget)
+                if job.computed < len(job.request.prompt_ids):
+                    break  # the rest of this prompt goes after the next decode step
+                self._waiting.popleft()
+                if self._start_rows(job):
+                    done.append(job)
+            except Exception as exc:  # noqa: BLE001 - the request fails, the engine goes on
+                logger.exception("prefill failed for a prompt of %d tokens", len(job.request.prompt_ids))
+                self._waiting.remove(job)
+                self._fail([job], exc)
+        return done
+
+    def _prefill(self, job: _Job, budget: int) -> int:
+        """Compute the next piece of `job`'s prompt (at most `budget` tokens); returns the tokens computed."""
         from transformers import DynamicCache
 
-        model = self.model
-        device = next(model.parameters()).device
-        lengths = [len(r.prompt_ids) for r in requests]
-        width = max(lengths)
-        input_ids = torch.full((len(requests), width), self._pad_id, dtype=torch.long, device=device)
-        mask = torch.zeros((len(requests), width), dtype=torch.long, device=device)
-        for i, r in enumerate(requests):
-            input_ids[i, width - lengths[i] :] = torch.tensor(r.prompt_ids, dtype=torch.long)
-            mask[i, width - lengths[i] :] = 1
-        positions = (mask.cumsum(-1) - 1).clamp(min=0)
-        cache = DynamicCache()
-        out = model(
-            input_ids=input_ids,
-            attention_mask=mask,
-            position_ids=positions,
+        ids = job.request.prompt_ids
+        if job.past is None:
+            job.weights = self._weights_now()
+            job.cached_tokens, past = self.prefix_cache.lookup(ids, max_tokens=len(ids) - 1)
+            job.past = DynamicCache(past or None)
+            job.computed = job.cached_tokens
+        start = job.computed
+        end = min(len(ids), start + budget)
+        device = self._device()
+        out = self.model(
+            input_ids=torch.tensor([ids[start:end]], dtype=torch.long, device=device),
+            position_ids=torch.arange(start, end, device=device)[None],
+            cache=job.past,
             use_cache=True,
             logits_to_keep=1,
-            **{self._cache_kwarg: cache},
         )
-        logits = out.logits[:, -1, :]
+        job.computed = end
+        job.logits = out.logits[0, -1]
+        return end - start
 
-        # One prefill per request, then one row per choice: the cache is copied, not recomputed.
-        owner = [i for i, r in enumerate(requests) for _ in range(r.params.n)]
-        rows: list[_Row] = []
-        for i, r in enumerate(requests):
-            budget = self.max_model_len - lengths[i]
-            if r.params.max_tokens is not None:
-                budget = min(budget, r.params.max_tokens)
-            rows += [_Row(r, choice, budget, device) for choice in range(r.params.n)]
-        if owner != list(range(len(requests))):
-            index = torch.tensor(owner, device=device)
-            cache.batch_select_indices(index)
-            logits, mask = logits[index], mask[index]
-        next_position = mask.sum(-1)
-        active = list(range(len(rows)))
+    def _start_rows(self, job: _Job) -> bool:
+        """Store the prompt's blocks, sample each choice's first token, and seat the choices that go on; True if none do."""
+        ids, params = job.request.prompt_ids, job.request.params
+        past = [(layer.keys, layer.values) for layer in job.past.layers]
+        if self._weights_now() == job.weights:
+            self.prefix_cache.store(ids, [(keys[0], values[0]) for keys, values in past])
+        budget = self.max_model_len - len(ids)
+        if params.max_tokens is not None:
+            budget = min(budget, params.max_tokens)
+        device = self._device()
+        job.rows = [_Row(job, choice, budget, device) for choice in range(params.n)]
+        for row in job.rows:
+            self._pick(row, job.logits)
+        going_on = [row for row in job.rows if row.finish_reason is None]
+        if going_on:
+            self._batch.add(past, copies=len(going_on))
+            self._running += going_on
+        job.past = job.logits = None
+        job.open_rows = len(going_on)
+        return not going_on
 
-        while True:
-            tokens = [self._pick(rows[k], logits[j]) for j, k in enumerate(active)]
-            keep = [j for j, k in enumerate(active) if rows[k].finish_reason is None]
-            if not keep:
-                break
-            if len(keep) < len(active):
-                index = torch.tensor(keep, device=device)
-                cache.batch_select_indices(index)
-                mask, next_position = mask[index], next_position[index]
-                tokens = [tokens[j] for j in keep]
-                active = [active[j] for j in keep]
-            mask = torch.cat([mask, mask.new_ones((len(active), 1))], dim=-1)
-            out = model(
-                input_ids=torch.tensor(tokens, dtype=torch.long, device=device)[:, None],
-                attention_mask=mask,
-                position_ids=next_position[:, None],
-                use_cache=True,
-                **{self._cache_kwarg: cache},
-            )
-            logits = out.logits[:, -1, :]
-            next_position = next_position + 1
+    # --- decode ---------------------------------------------------------------------------
 
-        results: list[list[Sample]] = [[] for _ in requests]
-        for i, row in zip(owner, rows):
-            results[i].append(row.sample())
-        return results
+    def _decode_step(self) -> list[_Job]:
+        """One token for every running row; rows that finish leave the batch. Returns the requests now complete."""
+        if not self._running:
+            return []
+        mask, positions = self._batch.step_inputs()
+        tokens = torch.tensor([[row.token_ids[-1]] for row in self._running], dtype=torch.long, device=mask.device)
+        try:
+            logits = self.model(
+                input_ids=tokens, attention_mask=mask, position_ids=positions, cache=self._batch, use_cache=True
+            ).logits[:, -1, :]
+        except Exception as exc:  # noqa: BLE001 - these requests fail, the engine goes on
+            logger.exception("decode step failed for %d row(s)", len(self._running))
+            self._fail(list({id(row.job): row.job for row in self._running}.values()), exc)
+            while self._running:
+                self._remove_row(len(self._running) - 1)
+            return []
+        self._batch.advance()
+        for row, row_logits in zip(self._running, logits):
+            self._pick(row, row_logits)
+        done = []
+        for i in reversed(range(len(self._running))):
+            row = self._running[i]
+            if row.finish_reason is None:
+                continue
+            self._store_completion(i, row)
+            self._remove_row(i)
+            row.job.open_rows -= 1
+            if not row.job.open_rows:
+                done.append(row.job)
+        return done
+
+    def _store_completion(self, i: int, row: _Row) -> None:
+        """Keep the blocks of prompt + completion: the session's next call starts with them."""
+        if self._weights_now() == row.job.weights:
+            # The last sampled token was never fed to the model, so its keys and values do not exist yet.
+            self.prefix_cache.store(row.job.request.prompt_ids + row.token_ids[:-1], self._batch.row_past(i))
+
+    def _remove_row(self, i: int) -> None:
+        self._batch.remove(i)
+        self._running[i] = self._running[-1]
+        self._running.pop()
+
+    def _device(self) -> torch.device:
+        return next(self.model.parameters()).device
 
     def _pick(self, row: _Row, logits: torch.Tensor) -> int:
         """Choose the next token of one row, record its logprob, and decide whether the row is done."""

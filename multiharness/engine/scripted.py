@@ -22,6 +22,7 @@ the policy is deterministic.
 """
 
 import shlex
+from concurrent.futures import Future
 from collections.abc import Callable
 
 from ..layout import ANSWER_PATH
@@ -135,6 +136,12 @@ class ScriptedPolicy:
         name, arguments = shell_tool_call(tools, commands[turn])
         call = {"id": f"call_{turn}", "type": "function", "function": {"name": name, "arguments": arguments}}
         return {"role": "assistant", "content": "", "tool_calls": [call]}
+
+    def submit(self, request: GenerationRequest) -> Future:
+        """`generate(request)` as an already finished future (the server's interface; nothing is queued)."""
+        future: Future = Future()
+        future.set_result(self.generate(request))
+        return future
 
     def generate(self, request: GenerationRequest) -> list[Sample]:
         """The scripted reply as sampled tokens, each with logprob 0.0, `n` times."""

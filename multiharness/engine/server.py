@@ -10,7 +10,15 @@ with the fields a capture proxy needs, in vLLM's spelling:
   (vLLM with `--return-tokens-as-token-ids`), `logprob` is the processed logprob (vLLM with
   `--logprobs-mode processed_logprobs`), `top_logprobs` has `top_logprobs` alternatives;
 - tool calls parsed from the sampled tokens into OpenAI `tool_calls`, with
-  `finish_reason: "tool_calls"`.
+  `finish_reason: "tool_calls"`;
+- `usage.prompt_tokens_details.cached_tokens`: the prompt tokens served from the prefix cache
+  (the rest were computed), as vLLM reports it.
+
+`GET /health` also carries the engine's counters (`engine.prefix_cache`: queries and hits in
+requests and tokens, resident and budget bytes, evictions; `engine.running_rows`). A client
+that disconnects before its completion is ready has its request cancelled, which frees its
+rows at the next token; a prompt longer than the context window is a 400 that names both
+lengths. Neither affects the other requests.
 
 Sampling knobs other than `temperature`, `top_p`, `top_k`, `max_tokens`, `stop`, `n` and
 `seed` are accepted only at their no-op values (a penalty would change the distribution the
@@ -35,7 +43,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from .chat import completion_message, render_prompt
-from .generation import GenerationRequest, SamplingParams
+from .generation import DEFAULT_CACHE_MB, GenerationRequest, SamplingParams
 
 __all__ = ["create_app", "EngineServer", "serve"]
 
@@ -43,8 +51,10 @@ logger = logging.getLogger(__name__)
 
 MAX_N = 16
 """Choices per request; more is a batch job, not a chat request."""
-MAX_CONCURRENT_REQUESTS = 64
-"""Requests handled at once; more wait for a slot (a GRPO step runs a few dozen sessions)."""
+RENDER_THREADS = 8
+"""Threads that render prompts and parse completions (milliseconds each, one at a time on the tokenizer)."""
+DISCONNECT_POLL_S = 0.2
+"""How often a waiting request checks that its client is still there; a gone client's rows are freed."""
 MAX_TOP_LOGPROBS = 20
 """OpenAI's limit on `top_logprobs`."""
 NO_OP_SAMPLING = {"min_p": 0.0, "frequency_penalty": 0.0, "presence_penalty": 0.0, "repetition_penalty": 1.0}
@@ -204,8 +214,8 @@ def _sse(response: dict):
     yield "data: [DONE]\n\n"
 
 
-def _complete(policy, model_name: str, body: dict, tokenizer_lock: threading.Lock) -> dict:
-    """One chat completion, synchronously: render, sample, parse, assemble the vLLM-shaped answer."""
+def _prepare(policy, body: dict, tokenizer_lock: threading.Lock) -> GenerationRequest:
+    """Check a chat-completions body and render its prompt ids."""
     tokenizer = policy.tokenizer
     params = _sampling_params(body)
     tools = body.get("tools") or None
@@ -223,10 +233,14 @@ def _complete(policy, model_name: str, body: dict, tokenizer_lock: threading.Loc
             raise _BadRequest(
                 f"the chat template could not render these messages: {type(exc).__name__}: {exc}", "messages"
             ) from exc
-    request = GenerationRequest(prompt_ids=prompt_ids, params=params, messages=messages, tools=tools)
-    samples = policy.generate(request)
+    return GenerationRequest(prompt_ids=prompt_ids, params=params, messages=messages, tools=tools)
+
+
+def _answer(policy, model_name: str, body: dict, request: GenerationRequest, samples, tokenizer_lock) -> dict:
+    """The vLLM-shaped completion for sampled `samples`: parsed messages, token fields, usage."""
     with tokenizer_lock:
-        choices = [_choice(tokenizer, i, request, s, body) for i, s in enumerate(samples)]
+        choices = [_choice(policy.tokenizer, i, request, s, body) for i, s in enumerate(samples)]
+    prompt_tokens = len(request.prompt_ids)
     completion_tokens = sum(len(s.token_ids) for s in samples)
     response = {
         "id": f"chatcmpl-{uuid.uuid4().hex}",
@@ -235,20 +249,36 @@ def _complete(policy, model_name: str, body: dict, tokenizer_lock: threading.Loc
         "model": model_name,
         "choices": choices,
         "usage": {
-            "prompt_tokens": len(prompt_ids),
+            "prompt_tokens": prompt_tokens,
             "completion_tokens": completion_tokens,
-            "total_tokens": len(prompt_ids) + completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+            # vLLM's field: prompt tokens whose keys and values were reused, not computed.
+            "prompt_tokens_details": {"cached_tokens": samples[0].cached_tokens if samples else 0},
         },
     }
     if body.get("return_token_ids"):
-        response["prompt_token_ids"] = prompt_ids
+        response["prompt_token_ids"] = request.prompt_ids
     return response
 
 
+async def _unless_disconnected(future, http_request):
+    """The future's samples, or None once the client has gone (the future is then cancelled: its rows are freed)."""
+    waiting = asyncio.wrap_future(future)
+    while True:
+        done, _ = await asyncio.wait({waiting}, timeout=DISCONNECT_POLL_S)
+        if done:
+            return waiting.result()
+        if await http_request.is_disconnected():
+            future.cancel()
+            logger.info("client disconnected mid-generation: request cancelled")
+            return None
+
+
 def create_app(policy, *, model_name: str):
-    """The FastAPI app serving `policy` (anything with `tokenizer`, `max_model_len` and `generate(request)`)."""
+    """The FastAPI app serving `policy`: anything with `tokenizer`, `max_model_len` and `submit(request)` (a future
+    of its samples, cancelled when the client goes away); `stats()`, when it has one, is shown on `/health`."""
     from fastapi import FastAPI, Request
-    from fastapi.responses import StreamingResponse
+    from fastapi.responses import Response, StreamingResponse
     from trl.chat_template_utils import add_response_schema
 
     tokenizer = policy.tokenizer
@@ -262,14 +292,14 @@ def create_app(policy, *, model_name: str):
 
     app = FastAPI(title="multiharness engine")
     created = int(time.time())
-    # One waiting thread per in-flight request: the local engine batches whatever is waiting, so
-    # this bounds how many sessions can share a batch (asyncio's default pool has cpu_count + 4).
-    workers = ThreadPoolExecutor(max_workers=MAX_CONCURRENT_REQUESTS, thread_name_prefix="engine-request")
+    # Rendering and parsing block on the tokenizer; sampling does not hold a thread (the request waits on its future).
+    workers = ThreadPoolExecutor(max_workers=RENDER_THREADS, thread_name_prefix="engine-render")
     tokenizer_lock = threading.Lock()
 
     @app.get("/health")
     async def health() -> dict:
-        return {"status": "ok", "model": model_name}
+        stats = getattr(policy, "stats", None)
+        return {"status": "ok", "model": model_name, **({"engine": stats()} if stats else {})}
 
     @app.get("/v1/models")
     async def models() -> dict:
@@ -277,9 +307,9 @@ def create_app(policy, *, model_name: str):
         return {"object": "list", "data": [{**card, "root": model_name, "max_model_len": policy.max_model_len}]}
 
     @app.post("/v1/chat/completions")
-    async def chat_completions(request: Request):
+    async def chat_completions(http_request: Request):
         try:
-            body = await request.json()
+            body = await http_request.json()
         except ValueError:
             return _error("body must be JSON")
         if not isinstance(body, dict):
@@ -291,9 +321,15 @@ def create_app(policy, *, model_name: str):
                 param="model",
             )
         try:
-            # Rendering, sampling (queued behind other sessions) and parsing all block: off the event loop.
             loop = asyncio.get_running_loop()
-            response = await loop.run_in_executor(workers, _complete, policy, model_name, body, tokenizer_lock)
+            request = await loop.run_in_executor(workers, _prepare, policy, body, tokenizer_lock)
+            future = await loop.run_in_executor(workers, policy.submit, request)  # the scripted policy answers here
+            samples = await _unless_disconnected(future, http_request)
+            if samples is None:
+                return Response(status_code=499)  # nginx's "client closed request": nobody reads it
+            response = await loop.run_in_executor(
+                workers, _answer, policy, model_name, body, request, samples, tokenizer_lock
+            )
         except _BadRequest as exc:
             return _error(str(exc), status=exc.status, param=exc.param)
         except ValueError as exc:
@@ -375,8 +411,18 @@ class EngineServer:
         self.stop()
 
 
-def serve(model_path: str | Path, host: str = "127.0.0.1", port: int = 8000, *, model_name: str | None = None) -> None:
-    """Load a local model folder and serve it until interrupted (`python -m multiharness engine`)."""
+def serve(
+    model_path: str | Path,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    *,
+    model_name: str | None = None,
+    cache_mb: float | None = None,
+) -> None:
+    """Load a local model folder and serve it until interrupted (`python -m multiharness engine`).
+
+    `cache_mb` is the prefix cache's budget (None: `DEFAULT_CACHE_MB`; 0 turns it off).
+    """
     import uvicorn
 
     from ..model import load_model_and_tokenizer
@@ -384,6 +430,7 @@ def serve(model_path: str | Path, host: str = "127.0.0.1", port: int = 8000, *, 
 
     model, tokenizer = load_model_and_tokenizer(Path(model_path))
     name = model_name or Path(model_path).name
-    app = create_app(LocalEngine(model, tokenizer), model_name=name)
+    engine = LocalEngine(model, tokenizer, cache_mb=DEFAULT_CACHE_MB if cache_mb is None else cache_mb)
+    app = create_app(engine, model_name=name)
     logger.info("serving %s on http://%s:%d/v1", name, host, port)
     uvicorn.run(app, host=host, port=port, log_level="info")
