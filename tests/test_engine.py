@@ -5,6 +5,7 @@ Protocol tests use a tiny random model (fast); logprob fidelity uses the real de
 
 import json
 import math
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
@@ -322,6 +323,205 @@ def test_colocated_model_goes_back_to_training_mode(tiny):
         assert all(p.grad is None for p in model.parameters())
     finally:
         model.eval()
+
+
+# ── prefix cache, continuous batching, bad input ─────────────────────────────────────────────
+
+
+def ids_of(tokenizer, text: str) -> list[int]:
+    return tokenizer.encode(text, add_special_tokens=False)
+
+
+def test_prefix_cache_reuses_turns_and_shared_system_prompts(tiny):
+    """Token ids as a harness sends them: a session's next call, then a new session with the same system prompt."""
+    model, tokenizer = tiny
+    engine = LocalEngine(model, tokenizer)
+    block = engine.prefix_cache.block_tokens
+    system = render_prompt(tokenizer, [{"role": "system", "content": "You analyse data. " * 30}])[:-3]
+    first = system + ids_of(tokenizer, "How many rows has data.csv?")
+    reply = engine.generate(GenerationRequest(first, SamplingParams(max_tokens=20, seed=0, ignore_eos=True)))[0]
+    turn_two = first + reply.token_ids + ids_of(tokenizer, "The file has 42 lines. What next?")
+    other_session = system + ids_of(tokenizer, "Which column has the largest mean?")
+    whole_blocks = lambda n: n // block * block  # noqa: E731 - only full blocks are kept
+    # (prompt, prompt tokens that should come from the cache)
+    cases = [
+        (turn_two, whole_blocks(len(first) + len(reply.token_ids) - 1)),  # prompt + completion but its last token
+        (other_session, whole_blocks(len(system))),  # the shared system prompt, cut at a block boundary
+        (other_session, whole_blocks(len(other_session))),  # the same call again
+        (ids_of(tokenizer, "Something else entirely. " * 8), 0),
+    ]
+    cached = [engine.generate(GenerationRequest(p, SamplingParams(max_tokens=2)))[0].cached_tokens for p, _ in cases]
+    engine.close()
+    assert cached == [expected for _, expected in cases]
+
+
+def test_usage_and_health_report_the_cache(tiny):
+    messages = [{"role": "system", "content": "You analyse data. " * 20}, *MESSAGES[1:]]
+    with EngineServer(LocalEngine(*tiny), model_name="tiny") as server:
+        first, second = (chat(server, messages=messages, max_tokens=2, return_token_ids=True) for _ in range(2))
+        health = httpx.get(f"{server.url}/health").json()
+    prompt = len(first["prompt_token_ids"])
+    cached = [a["usage"]["prompt_tokens_details"]["cached_tokens"] for a in (first, second)]
+    counters = health["engine"]["prefix_cache"]
+    assert cached == [0, prompt // 32 * 32]
+    assert (counters["queries"], counters["hits"], counters["hit_tokens"]) == (2, 1, cached[1])
+    assert 0 < counters["resident_bytes"] <= counters["budget_bytes"]
+
+
+def test_lru_eviction_keeps_the_cache_within_budget(tiny):
+    model, tokenizer = tiny
+    # The tiny model keeps 2 layers x (keys, values) x 2 heads x 16 dims in fp32: 512 bytes a token, 16 KiB a block.
+    engine = LocalEngine(model, tokenizer, cache_mb=4 * 16 / 1024)  # four blocks
+    prompts = {name: ids_of(tokenizer, f"Prompt {name}: " + "lorem ipsum dolor " * 20)[:70] for name in "ABC"}
+    # (prompt sent, prompt tokens served from the cache): each prompt fills two blocks; A, B, C fill six
+    cases = [
+        ("A", 0),
+        ("B", 0),
+        ("A", 64),  # A is now the most recently used
+        ("C", 0),  # evicts B, the least recently used
+        ("A", 64),
+        ("B", 0),  # B was evicted
+    ]
+    seen = []
+    for name, _ in cases:
+        sample = engine.generate(GenerationRequest(prompts[name], SamplingParams(max_tokens=1)))[0]
+        stats = engine.prefix_cache.stats()
+        seen.append((name, sample.cached_tokens, stats["resident_bytes"] <= stats["budget_bytes"]))
+    engine.close()
+    assert seen == [(name, expected, True) for name, expected in cases]
+
+
+def _sgd_step(model):
+    """One optimiser step on a language-modelling loss, as a colocated trainer does between rollouts."""
+    optimiser = torch.optim.SGD(model.parameters(), lr=1.0)
+    ids = torch.arange(100, 140)[None]
+    model(input_ids=ids, labels=ids).loss.backward()
+    optimiser.step()
+    optimiser.zero_grad()
+
+
+def _replace_tensors(model):
+    """New weights put in place without an in-place op (no version counter moves): the trainer must say so."""
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.data = parameter.data * 1.5
+
+
+@pytest.mark.parametrize("update, reset", [(_sgd_step, False), (_replace_tensors, True)], ids=["optimiser", "replaced"])
+def test_a_request_after_a_weight_update_never_reuses_stale_entries(tiny, tmp_path, update, reset):
+    from multiharness.model import make_tiny_model
+
+    model, tokenizer = load_model_and_tokenizer(make_tiny_model(tmp_path / "tiny"))  # its own weights to change
+    prompt = render_prompt(tokenizer, [{"role": "user", "content": "Count the rows. " * 10}])
+    params = SamplingParams(max_tokens=6, seed=1, top_logprobs=5)
+    engine = LocalEngine(model, tokenizer)
+    before = engine.generate(GenerationRequest(prompt, params))[0]
+    update(model)
+    if reset:
+        engine.reset_cache()
+    after = engine.generate(GenerationRequest(prompt, params))[0]
+    fresh = LocalEngine(model, tokenizer, cache_mb=0).generate(GenerationRequest(prompt, params))[0]
+    engine.close()
+
+    assert after.cached_tokens == 0
+    assert (after.token_ids, after.top_logprobs) == (fresh.token_ids, fresh.top_logprobs)
+    assert before.top_logprobs != after.top_logprobs  # the update changed what the model says
+
+
+# (temperature, top_p, top_k): plain sampling, a hot nucleus, greedy
+REUSE_POLICIES = [(1.0, 1.0, -1), (1.5, 0.9, 50), (0.0, 1.0, -1)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("temperature, top_p, top_k", REUSE_POLICIES)
+def test_prefix_reuse_is_exact(smol, temperature, top_p, top_k):
+    """fp32: the logits (top-20 log-softmax at T=1) and behaviour logprobs with a reused prefix equal those without."""
+    model, tokenizer = smol
+    system = {"role": "system", "content": "You are a careful data analyst. Answer briefly. " * 25}
+    warm_up = render_prompt(tokenizer, [system, {"role": "user", "content": "How many rows has data.csv?"}])
+    prompt = render_prompt(tokenizer, [system, {"role": "user", "content": "Which column has the largest mean?"}])
+    params = SamplingParams(
+        temperature=temperature, top_p=top_p, top_k=top_k, seed=4, max_tokens=12, top_logprobs=20
+    )
+    scores = SamplingParams(temperature=1.0, seed=4, max_tokens=12, top_logprobs=20)
+    cold = LocalEngine(model, tokenizer, cache_mb=0)
+    warm = LocalEngine(model, tokenizer)
+    warm.generate(GenerationRequest(warm_up, params))
+    results = {}
+    for name, engine in (("cold", cold), ("warm", warm)):
+        results[name] = [engine.generate(GenerationRequest(prompt, p))[0] for p in (params, scores)]
+        engine.close()
+    (cold_sample, cold_scores), (warm_sample, warm_scores) = results["cold"], results["warm"]
+
+    def gap(a, b):
+        pairs = [(x, y) for rows_a, rows_b in zip(a.top_logprobs, b.top_logprobs) for x, y in zip(rows_a, rows_b)]
+        assert [x[0] for x in pairs] == [y[0] for y in pairs]  # the same alternatives, in the same order
+        behaviour = max(abs(x - y) for x, y in zip(a.logprobs, b.logprobs))
+        return max(behaviour, max(abs(x[1] - y[1]) for x, y in pairs))
+
+    shared = next(i for i, (a, b) in enumerate(zip(warm_up, prompt)) if a != b)  # the system prompt and a bit
+    assert (cold_sample.cached_tokens, warm_sample.cached_tokens) == (0, shared // 32 * 32)
+    assert warm_sample.token_ids == cold_sample.token_ids
+    assert max(gap(warm_sample, cold_sample), gap(warm_scores, cold_scores)) < 1e-4
+
+
+def test_a_short_request_does_not_wait_for_a_long_one(tiny):
+    model, tokenizer = tiny
+    engine = LocalEngine(model, tokenizer)
+    prompt = render_prompt(tokenizer, MESSAGES)
+    long = engine.submit(GenerationRequest(prompt, SamplingParams(max_tokens=3000, ignore_eos=True, seed=0)))
+    short = engine.submit(GenerationRequest(prompt, SamplingParams(max_tokens=4, ignore_eos=True, seed=1)))
+    short_tokens = len(short.result(timeout=60)[0].token_ids)
+    long_was_running = not long.done()
+    long.cancel()
+    engine.close()
+    assert (short_tokens, long_was_running) == (4, True)
+
+
+@pytest.mark.slow
+def test_a_row_joining_a_running_batch_stays_exact(smol):
+    """A request that joins mid-decode (other rows at other lengths) reports the logprobs teacher forcing gives."""
+    model, tokenizer = smol
+    engine = LocalEngine(model, tokenizer)
+    first = GenerationRequest(
+        render_prompt(tokenizer, MESSAGES), SamplingParams(max_tokens=40, seed=2, ignore_eos=True)
+    )
+    joiner = GenerationRequest(
+        render_prompt(tokenizer, [{"role": "user", "content": "Name three columns a sales table might have."}]),
+        SamplingParams(max_tokens=12, seed=3, temperature=0.7),
+    )
+    running = engine.submit(first)
+    while engine.stats()["running_rows"] == 0 and not running.done():  # join once the first one decodes
+        time.sleep(0.001)
+    samples = [engine.generate(joiner)[0], running.result()[0]]
+    engine.close()
+    for request, sample in zip([joiner, first], samples):
+        logits = teacher_forced_logits(model, request.prompt_ids, sample.token_ids)
+        expected = torch.log_softmax(logits / request.params.temperature, -1)
+        expected = expected.gather(-1, torch.tensor(sample.token_ids)[:, None])[:, 0]
+        assert (expected - torch.tensor(sample.logprobs, dtype=expected.dtype)).abs().max() < 1e-3
+
+
+def test_bad_input_and_disconnects_leave_the_engine_serving(tiny):
+    _, tokenizer = tiny
+    too_long = [{"role": "user", "content": "rows " * 9000}]
+    with EngineServer(LocalEngine(*tiny), model_name="tiny") as server:
+        url = f"{server.url}/v1/chat/completions"
+        refused = httpx.post(url, json={"messages": too_long, "max_tokens": 2}, timeout=60)
+        with pytest.raises(httpx.ReadTimeout):  # the client gives up mid-generation and hangs up
+            httpx.post(url, json={"messages": MESSAGES, "max_tokens": 8000, "ignore_eos": True}, timeout=1.0)
+        deadline = time.monotonic() + 30
+        while httpx.get(f"{server.url}/health").json()["engine"]["running_rows"] and time.monotonic() < deadline:
+            time.sleep(0.1)
+        engine = httpx.get(f"{server.url}/health").json()["engine"]
+        answered = chat(server, max_tokens=3)
+    both_lengths = (
+        f"maximum context length is 8192 tokens. However, your messages resulted in "
+        f"{len(render_prompt(tokenizer, too_long))} tokens"
+    )
+    assert refused.status_code == 400 and both_lengths in refused.json()["error"]["message"]
+    assert (engine["running_rows"], engine["cancelled_requests"]) == (0, 1)
+    assert answered["choices"][0]["finish_reason"] in ("stop", "length")
 
 
 # ── the scripted policy ──────────────────────────────────────────────────────────────────────

@@ -227,7 +227,7 @@ def _eos_token_ids(model, tokenizer) -> set[int]:
 
 
 def _full_attention_layers(model) -> int:
-    """The model's layer count, once it is known that every layer attends to the whole past (what `BatchCache` holds)."""
+    """The model's layer count, once it is clear that every layer attends to the whole past (as `BatchCache` needs)."""
     config = model.config.get_text_config()
     kinds = set(getattr(config, "layer_types", None) or ["full_attention"])
     if kinds != {"full_attention"}:
@@ -266,6 +266,7 @@ class LocalEngine:
         self._waiting: deque[_Job] = deque()
         self._queue: queue.Queue[_Job | None] = queue.Queue()
         self._resets = 0
+        self._cancelled = 0
         self._weights = self._weights_version()
         self._was_training: bool | None = None  # set while the worker holds the model in eval mode
         self._worker: threading.Thread | None = None
@@ -305,10 +306,11 @@ class LocalEngine:
         self.prefix_cache.clear()
 
     def stats(self) -> dict:
-        """Rows decoding, requests waiting, the running rows' cache memory, and the prefix cache's counters."""
+        """Rows decoding, requests waiting and cancelled, the running rows' memory, the prefix cache's counters."""
         return {
             "running_rows": len(self._running),
             "waiting_requests": len(self._waiting) + self._queue.qsize(),
+            "cancelled_requests": self._cancelled,
             "batch_kv_bytes": self._batch.nbytes(),
             "prefix_cache": self.prefix_cache.stats(),
         }
@@ -394,12 +396,15 @@ class LocalEngine:
     def _drop_cancelled(self) -> None:
         for job in [j for j in self._waiting if j.future.cancelled()]:
             self._waiting.remove(job)
+            self._cancelled += 1
             logger.info("request cancelled before its prefill ended (%d prompt tokens)", len(job.request.prompt_ids))
-        cancelled = [i for i, row in enumerate(self._running) if row.job.future.cancelled()]
-        for i in reversed(cancelled):
+        rows = [i for i, row in enumerate(self._running) if row.job.future.cancelled()]
+        jobs = {id(self._running[i].job) for i in rows}
+        for i in reversed(rows):
             self._remove_row(i)
-        if cancelled:
-            logger.info("request cancelled: freed %d row(s)", len(cancelled))
+        if rows:
+            self._cancelled += len(jobs)
+            logger.info("%d request(s) cancelled: freed %d row(s)", len(jobs), len(rows))
 
     def _fail(self, jobs: list[_Job], error: Exception) -> None:
         for job in jobs:
@@ -453,7 +458,7 @@ class LocalEngine:
         return end - start
 
     def _start_rows(self, job: _Job) -> bool:
-        """Store the prompt's blocks, sample each choice's first token, and seat the choices that go on; True if none do."""
+        """Store the prompt's blocks, sample each choice's first token, seat those that go on; True if none do."""
         ids, params = job.request.prompt_ids, job.request.params
         past = [(layer.keys, layer.values) for layer in job.past.layers]
         if self._weights_now() == job.weights:

@@ -102,8 +102,9 @@ class PrefixCache:
             for start in range(len(chain) * size, len(ids) - size + 1, size):
                 if (len(chain) + 1) * block_bytes > self.budget_bytes:
                     break  # even with everything else evicted, the budget ends here
-                kv = torch.stack([torch.stack([k[:, start : start + size], v[:, start : start + size]]) for k, v in layers])
-                parent, block_ids, block_id = (chain[-1] if chain else -1), tuple(ids[start : start + size]), self._next_id
+                piece = slice(start, start + size)
+                kv = torch.stack([torch.stack([k[:, piece], v[:, piece]]) for k, v in layers])
+                parent, block_ids, block_id = (chain[-1] if chain else -1), tuple(ids[piece]), self._next_id
                 self._next_id += 1
                 self._blocks[block_id] = _Block(parent, block_ids, kv)
                 self._index[(parent, block_ids)] = block_id
