@@ -11,8 +11,8 @@ with that answer, and a one-line closing message. The rows use TRL's conversatio
 
 import logging
 
-from .sandbox import SandboxError, open_sandbox
 from .episode import score
+from .sandbox import SandboxError
 from .tasks import Task, solution_command
 from .whitebox import DataAnalysisEnv, prompt_messages, tool_schemas
 

@@ -1,6 +1,5 @@
 """Blackbox GRPO: captured traces to training rows, one harness per task, the trainers' settings."""
 
-import importlib.util
 import inspect
 import json
 import subprocess

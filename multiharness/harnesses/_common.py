@@ -1,25 +1,23 @@
-"""What every harness runner shares, written once: sandbox, proxy bridge, launch, clean-up, result.
+"""What every harness runner shares, written once: sandbox, route to the proxy, launch, clean-up, result.
 
 A harness module only says how its CLI is configured (`Launch`: files, environment, argv) and
 how to count its native tool actions; `run_harness` does the rest, the same way for all four:
 
 1. open the task's sandbox with the harness's install mounted read-only (`Harness.mounts`) and
-   the folder of a unix socket that leads to the capture proxy (`_Bridge`);
+   a route to the capture proxy (`multiharness.sandbox.proxy_route`: a unix socket mounted in,
+   a forwarder on the sandbox's own loopback), so the model's tool commands still reach nothing
+   else;
 2. write the harness's configuration into a fresh HOME inside the sandbox (/home/user);
-3. run one sandbox command: a tiny forwarder (`FORWARDER`, the sandbox's own Python) listens on
-   the sandbox's loopback and passes each connection to the socket, then the CLI starts headless
-   in /workdir with only the variables it needs (the sandbox gives a command no host variable,
-   so no HF_TOKEN or API key of the host ever reaches it), its event stream written to a file;
+3. run one sandbox command: the route's forwarder, then the CLI headless in /workdir with only
+   the variables it needs (the sandbox gives a command no host variable, so no HF_TOKEN or API
+   key of the host ever reaches it), its event stream written to a file;
 4. on its wall-clock timeout the sandbox kills the command's pid namespace: the CLI, every tool
    process it started and the forwarder, all at once;
-5. read back the event stream and /workdir/answer.txt, close the sandbox and the bridge.
+5. read back the event stream and /workdir/answer.txt, close the sandbox and the route.
 
-Why a socket and a forwarder, not the host's network: the sandbox keeps its own network
-namespace, so the model's tool commands still reach nothing but their loopback, where the only
-listener is the forwarder to the capture proxy. Harness CLIs speak HTTP over TCP only, hence the
-forwarder inside. Why by hand: no maintained package runs these CLIs in a bubblewrap sandbox
-against a capture proxy; OpenEnv's Harbor seams (`openenv.harbor.seams`) were the reference for
-each CLI's settings.
+Why by hand: no maintained package runs these CLIs in a bubblewrap sandbox against a capture
+proxy; OpenEnv's Harbor seams (`openenv.harbor.seams`) were the reference for each CLI's
+settings.
 """
 
 from __future__ import annotations
@@ -27,10 +25,6 @@ from __future__ import annotations
 import json
 import logging
 import shlex
-import shutil
-import socket
-import tempfile
-import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -41,6 +35,7 @@ from ..episode import Boundary
 from ..layout import ANSWER_PATH, WORKDIR
 from ..paths import TOOLS_DIR
 from ..sandbox import Sandbox, SandboxError, open_sandbox
+from ..sandbox.proxy_route import ProxyRoute
 
 __all__ = [
     "HOME",
@@ -59,10 +54,6 @@ logger = logging.getLogger(__name__)
 HOME = "/home/user"
 """The harness's HOME inside the sandbox: a fresh tmpfs per episode, so no state carries over."""
 
-SANDBOX_PROXY_PORT = 18080
-"""Port of the forwarder on the sandbox's own loopback (each sandbox has its own network)."""
-SOCKET_DIR = "/run/multiharness"
-"""Where the folder of the bridge's unix socket is mounted inside the sandbox."""
 OUTPUT_DIR = "/tmp/harness"
 """Inside the sandbox: the CLI's event stream and the forwarder's log."""
 EVENTS_FILE = f"{OUTPUT_DIR}/events.jsonl"
@@ -70,43 +61,6 @@ MEMORY_MB = 8192
 """Address space per process: Bun and Node reserve far more virtual memory than they use."""
 PROCESSES = 512
 """Processes and threads at once: a CLI runs dozens of threads besides the tool commands."""
-MODEL_ROUTES = (b"/chat/completions", b"/responses", b"/messages")
-"""Paths of model calls in the three dialects (Claude Code's /messages/count_tokens is not one)."""
-_FORWARDER_READY = f"{OUTPUT_DIR}/forwarder.ready"
-_FORWARDER_START_S = 10.0
-
-# The forwarder inside the sandbox, run by the sandbox's own Python: loopback TCP in, unix socket out.
-FORWARDER = """
-import asyncio, pathlib, sys
-SOCKET, PORT, READY = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-
-async def pump(reader, writer):
-    try:
-        while data := await reader.read(1 << 16):
-            writer.write(data)
-            await writer.drain()
-        writer.write_eof()
-    except (OSError, RuntimeError):
-        writer.close()
-
-async def handle(client_reader, client_writer):
-    try:
-        proxy_reader, proxy_writer = await asyncio.open_unix_connection(SOCKET)
-    except OSError:
-        client_writer.close()
-        return
-    await asyncio.gather(pump(client_reader, proxy_writer), pump(proxy_reader, client_writer))
-    proxy_writer.close()
-    client_writer.close()
-
-async def main():
-    server = await asyncio.start_server(handle, "127.0.0.1", PORT)
-    pathlib.Path(READY).touch()
-    await server.serve_forever()
-
-asyncio.run(main())
-"""
-
 
 NPM_MOUNT = ("/opt/harness/npm", TOOLS_DIR / "npm")
 """(sandbox path, host path) of the npm prefix holding OpenCode, Codex and Claude Code."""
@@ -197,99 +151,6 @@ class Harness(ABC):
         return None
 
 
-# ---- the host end of the way to the proxy ----------------------------------------------------
-
-
-class _Bridge:
-    """A unix socket in a private folder; each connection is passed on to the proxy's TCP port.
-
-    It also times the model calls as they cross it: a call starts with the first bytes of a
-    request to a model route and ends with the last bytes of its answer (streamed or not; HTTP/1.1
-    sends one request at a time on a connection), so the rest of the episode is the harness's own.
-    """
-
-    def __init__(self, host: str, port: int):
-        self.host, self.port = host, port
-        self.folder = Path(tempfile.mkdtemp(prefix="multiharness-bridge-"))
-        self.folder.chmod(0o755)  # the sandbox user (another uid when the host user is root) enters it
-        self.path = self.folder / "proxy.sock"
-        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._listener.bind(str(self.path))
-        self.path.chmod(0o666)  # and connects to it
-        self._listener.listen(64)
-        self._lock = threading.Lock()
-        self._open: set[socket.socket] = set()
-        self.calls: list[tuple[float, float | None]] = []
-        """(request start, last answer byte) per model call, in monotonic seconds."""
-        self._thread = threading.Thread(target=self._accept, daemon=True, name="multiharness-bridge")
-        self._thread.start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self._listener.accept()
-            except OSError:  # closed: the episode is over
-                return
-            try:
-                upstream = socket.create_connection((self.host, self.port), timeout=10)
-                upstream.settimeout(None)
-            except OSError as error:
-                logger.warning("bridge: the proxy at %s:%d refused a connection: %s", self.host, self.port, error)
-                client.close()
-                continue
-            current = [None]  # index into self.calls of this connection's model call, if one is open
-            with self._lock:
-                self._open.update((client, upstream))
-            threading.Thread(target=self._pump, args=(client, upstream, current, True), daemon=True).start()
-            threading.Thread(target=self._pump, args=(upstream, client, current, False), daemon=True).start()
-
-    def _pump(self, source: socket.socket, target: socket.socket, current: list, request: bool) -> None:
-        try:
-            while data := source.recv(1 << 16):
-                now = time.monotonic()
-                with self._lock:
-                    if request and data[:5] in (b"POST ", b"GET /"):
-                        path = data.split(b" ", 2)[1].split(b"?")[0] if b" " in data else b""
-                        current[0] = None
-                        if path.endswith(MODEL_ROUTES):
-                            self.calls.append((now, None))
-                            current[0] = len(self.calls) - 1
-                    elif not request and current[0] is not None:
-                        self.calls[current[0]] = (self.calls[current[0]][0], now)
-                target.sendall(data)
-            target.shutdown(socket.SHUT_WR)
-        except OSError:  # the other side went away; close both
-            pass
-        finally:
-            if not request:
-                for end in (source, target):
-                    self._close(end)
-
-    def _close(self, end: socket.socket) -> None:
-        with self._lock:
-            self._open.discard(end)
-        try:
-            end.close()
-        except OSError:  # cleanup: already closed
-            pass
-
-    def close(self) -> None:
-        try:
-            self._listener.shutdown(socket.SHUT_RDWR)
-        except OSError:  # cleanup: never connected
-            pass
-        self._listener.close()
-        with self._lock:
-            ends = list(self._open)
-        for end in ends:
-            try:
-                end.shutdown(socket.SHUT_RDWR)
-            except OSError:  # cleanup: already gone
-                pass
-            self._close(end)
-        shutil.rmtree(self.folder, ignore_errors=True)
-
-
 # ---- one run ---------------------------------------------------------------------------------
 
 
@@ -323,20 +184,14 @@ class HarnessRun:
     """(start, answered) monotonic times of the HTTP calls that crossed the bridge."""
 
 
-def _script(launch: Launch, socket_path: str) -> str:
-    """The one sandbox command: start the forwarder, wait for it, run the CLI with its variables."""
+def _script(launch: Launch, route: ProxyRoute) -> str:
+    """The one sandbox command: the route to the proxy, then the CLI with its variables."""
     exports = "\n".join(f"export {name}={shlex.quote(value)}" for name, value in launch.env.items())
-    return f"""mkdir -p {OUTPUT_DIR}
-python3 -c {shlex.quote(FORWARDER)} {socket_path} {SANDBOX_PROXY_PORT} {_FORWARDER_READY} \\
-    > {OUTPUT_DIR}/forwarder.log 2>&1 &
-for _ in $(seq {int(_FORWARDER_START_S / 0.02)}); do [ -e {_FORWARDER_READY} ] && break; sleep 0.02; done
-if [ ! -e {_FORWARDER_READY} ]; then
-    echo "multiharness: the proxy forwarder did not start:" >&2; cat {OUTPUT_DIR}/forwarder.log >&2; exit 97
-fi
+    return route.wrap(f"""mkdir -p {OUTPUT_DIR}
 {exports}
 cd {WORKDIR}
 {shlex.join(launch.argv)} > {EVENTS_FILE}
-"""
+""")
 
 
 def run_harness(
@@ -370,10 +225,10 @@ def run_harness(
         run.error = f"harness runs need the local sandbox (bubblewrap); {sandbox!r} cannot reach the proxy yet"
         return run
     launch = harness.launch(context)
-    bridge = _Bridge(proxy_host, proxy_port)
+    route = ProxyRoute(proxy_host, proxy_port)
     box = None
     try:
-        mounts = {**harness.mounts(), SOCKET_DIR: bridge.folder}
+        mounts = {**harness.mounts(), **route.mounts}
         limits = {"timeout_s": timeout_s, "memory_mb": MEMORY_MB, "processes": PROCESSES}
         box = open_sandbox(task_dir, sandbox, mounts=mounts, **limits)
         if on_open is not None:
@@ -381,7 +236,7 @@ def run_harness(
         for path, text in launch.files.items():
             box.write_file(path, text)
         run.launch_s = time.monotonic()
-        result = box.exec(_script(launch, f"{SOCKET_DIR}/{bridge.path.name}"), timeout=timeout_s)
+        result = box.exec(_script(launch, route), timeout=timeout_s)
         run.exit_code, run.timed_out, run.output_tail = result.exit_code, result.timed_out, result.output
         run.events = _read(box, EVENTS_FILE) or ""
         run.files = {path: text for path in harness.read_back if (text := _read(box, path)) is not None}
@@ -393,14 +248,14 @@ def run_harness(
     finally:
         if box is not None:
             box.close()
-        bridge.close()
-        run.calls = list(bridge.calls)
+        route.close()
+        run.calls = list(route.calls)
         run.seconds = time.monotonic() - started
     if run.boundary is None:
         if run.timed_out:
             run.boundary = "harness"
             run.error = f"{harness.name} ran past its {timeout_s:.0f} s timeout and was killed with all its processes"
-        elif run.exit_code == 97 and "proxy forwarder did not start" in run.output_tail:
+        elif route.failed_to_start(run.exit_code, run.output_tail):
             run.boundary, run.error = "sandbox", run.output_tail.strip()[-2000:]
         elif run.exit_code != 0 and harness.agent_ended(run.events, run.files):
             logger.info("%s exited with code %s after its agent loop ended; graded", harness.name, run.exit_code)

@@ -50,7 +50,8 @@ from openenv.core.harness import ResourceSession, ResourceSessionFactory, ToolRe
 from ..capture import CaptureError, CaptureProxy
 from ..episode import FailureBudget, Outcome, failed, score
 from ..tasks import Task, find_task, load_task
-from ._common import SANDBOX_PROXY_PORT, Harness, LaunchContext, run_harness
+from ..sandbox.proxy_route import URL as SANDBOX_PROXY_URL
+from ._common import Harness, LaunchContext, run_harness
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
@@ -221,7 +222,7 @@ class HarnessSession(ResourceSession):
 
     def _run_and_score(self) -> Outcome:
         context = LaunchContext(
-            base_url=f"http://127.0.0.1:{SANDBOX_PROXY_PORT}",
+            base_url=SANDBOX_PROXY_URL,
             api_key=self.key,
             model=self.model,
             instruction=self.task.instruction,

@@ -34,7 +34,7 @@ from __future__ import annotations
 import dataclasses
 import posixpath
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -124,13 +124,20 @@ class Sandbox(ABC):
 
 
 def open_sandbox(
-    task_dir: str | Path, backend: str = "local", *, mounts: Mapping[str, str | Path] | None = None, **limits
+    task_dir: str | Path,
+    backend: str = "local",
+    *,
+    mounts: Mapping[str, str | Path] | None = None,
+    scratch: Sequence[str] = (),
+    **limits,
 ) -> Sandbox:
     """Open a sandbox with the task's input files; `limits` are `Limits` fields by name.
 
-    `mounts` maps absolute sandbox paths to host paths mounted there read-only (local backend
-    only): how `multiharness.harnesses` brings a harness CLI and the proxy's socket in.
-    Raises ValueError for an unknown backend, limit or mount, SandboxError when it cannot start.
+    `mounts` maps absolute sandbox paths to host paths mounted there read-only, and `scratch`
+    names more empty writable places, size-capped like /workdir (local backend only): how
+    `multiharness.harnesses` brings a harness CLI and the proxy's socket in, and how the Harbor
+    environment makes Harbor's /logs, /tests and /solution. Raises ValueError for an unknown
+    backend, limit, mount or scratch place, SandboxError when it cannot start.
     """
     if backend not in BACKENDS:
         raise ValueError(f"Unknown sandbox backend {backend!r}. Expected one of {list(BACKENDS)}.")
@@ -144,29 +151,36 @@ def open_sandbox(
             f"Task directory {str(task_dir)!r} does not exist; build the tasks first "
             "(python -m multiharness tasks build) or pass the right path."
         )
-    if mounts and backend != "local":
-        raise ValueError(f"mounts are supported by the local sandbox only, not {backend!r}.")
+    if (mounts or scratch) and backend != "local":
+        raise ValueError(f"mounts and scratch places are supported by the local sandbox only, not {backend!r}.")
     checked = {}
     for target, source in (mounts or {}).items():
-        target = posixpath.normpath(target)
-        if not target.startswith("/") or target == "/" or any(
-            target == place or target.startswith(place + "/") or place.startswith(target + "/")
-            for place in (WORKDIR, INPUT_DIR, "/usr", "/opt/venv", "/proc", "/dev", "/etc")
-        ):
-            raise ValueError(
-                f"Cannot mount at {target!r}: give an absolute path outside {WORKDIR}, {INPUT_DIR} and the "
-                "system folders, e.g. /opt/harness."
-            )
+        target = _own_place(target, "mount at")
         if not Path(source).exists():
             raise ValueError(f"Cannot mount {str(source)!r} at {target}: it does not exist on the host.")
         checked[target] = Path(source)
+    scratch = tuple(_own_place(place, "make a scratch place at") for place in scratch)
     # Imported here so that choosing one backend never needs another backend's packages.
     if backend == "local":
         from .local import LocalSandbox
 
-        return LocalSandbox(task_dir, Limits(**limits), checked)
+        return LocalSandbox(task_dir, Limits(**limits), checked, scratch)
     if backend == "docker":
         from .docker import DockerSandbox as backend_class
     else:
         from .daytona import DaytonaSandbox as backend_class
     return backend_class(task_dir, Limits(**limits))
+
+
+def _own_place(target: str, what: str) -> str:
+    """`target` normalised, or ValueError when it is relative or falls on the sandbox's own places."""
+    target = posixpath.normpath(target)
+    if not target.startswith("/") or target == "/" or any(
+        target == place or target.startswith(place + "/") or place.startswith(target + "/")
+        for place in (WORKDIR, INPUT_DIR, "/usr", "/opt/venv", "/proc", "/dev", "/etc")
+    ):
+        raise ValueError(
+            f"Cannot {what} {target!r}: give an absolute path outside {WORKDIR}, {INPUT_DIR} and the "
+            "system folders, e.g. /opt/harness."
+        )
+    return target

@@ -9,7 +9,8 @@ How a sandbox is built:
   `environment/input` read-only at /home/user/input; size-capped tmpfs at /workdir, /tmp,
   /home/user and /dev/shm. Nothing else of the host exists inside: no /root, no /home, no
   project checkout, no caches or tokens, and never the task's tests/ or gold. A caller may
-  add read-only `mounts` (a harness's install, the folder of the capture proxy's socket).
+  add read-only `mounts` (a harness's install, the folder of the capture proxy's socket) and
+  more size-capped writable `scratch` places (Harbor's /logs, /tests, /solution).
 - Each `exec` enters the holder's namespaces with `nsenter`, starts a fresh pid namespace with
   `unshare --kill-child` (nested in the holder's), drops to the sandbox user without
   capabilities (`setpriv`, no_new_privs), sets rlimits (`prlimit`) and runs `bash -c command`
@@ -107,7 +108,8 @@ _DEVICES = ("null", "zero", "full", "random", "urandom")
 class LocalSandbox(Sandbox):
     """A bubblewrap sandbox for one task; see the module docstring for how it is built."""
 
-    def __init__(self, task_dir: Path, limits: Limits, mounts: dict[str, Path] | None = None):
+    def __init__(self, task_dir: Path, limits: Limits, mounts: dict[str, Path] | None = None,
+                 scratch: tuple[str, ...] = ()):
         self._limits = limits
         self._tools = _find_tools()
         env_dir = paths.SANDBOX_ENV_DIR
@@ -123,12 +125,12 @@ class LocalSandbox(Sandbox):
         self._lock = threading.Lock()
         self._running: set[subprocess.Popen] = set()
         self._holder, self._pid = _start_holder(
-            self._tools["bwrap"], task_dir, env_dir, limits, self._uid, self._rootless, mounts or {}
+            self._tools["bwrap"], task_dir, env_dir, limits, self._uid, self._rootless, mounts or {}, scratch
         )
         self._finalizer = weakref.finalize(self, _stop, self._holder, self._pid, self._running)
         if not self._rootless:
             try:  # the tmpfs were made by root; hand them to the sandbox user
-                for place in (WORKDIR, HOME):
+                for place in (WORKDIR, HOME, *scratch):
                     os.chown(f"/proc/{self._pid}/root{place}", self._uid, self._uid)
             except OSError as error:
                 self._finalizer()
@@ -233,7 +235,8 @@ def _find_tools() -> dict[str, str]:
     return found
 
 
-def _start_holder(bwrap: str, task_dir: Path, env_dir: Path, limits: Limits, uid: int, rootless: bool, mounts):
+def _start_holder(bwrap: str, task_dir: Path, env_dir: Path, limits: Limits, uid: int, rootless: bool, mounts,
+                  scratch):
     """Start the holder; return its Popen and the host pid of the sandbox's init process."""
     data_fds = {
         "/etc/passwd": _memfd(f"user:x:{uid}:{uid}:user:{HOME}:/bin/bash\n"),
@@ -241,7 +244,7 @@ def _start_holder(bwrap: str, task_dir: Path, env_dir: Path, limits: Limits, uid
         "/etc/hosts": _memfd("127.0.0.1 localhost\n::1 localhost\n"),
     }
     info_read, info_write = os.pipe()
-    argv = _holder_argv(bwrap, task_dir, env_dir, limits, rootless, data_fds, info_write, mounts)
+    argv = _holder_argv(bwrap, task_dir, env_dir, limits, rootless, data_fds, info_write, mounts, scratch)
     try:
         holder = subprocess.Popen(
             argv,
@@ -275,7 +278,7 @@ def _start_holder(bwrap: str, task_dir: Path, env_dir: Path, limits: Limits, uid
     return holder, info["child-pid"]
 
 
-def _holder_argv(bwrap, task_dir, env_dir, limits, rootless, data_fds, info_fd, mounts) -> list[str]:
+def _holder_argv(bwrap, task_dir, env_dir, limits, rootless, data_fds, info_fd, mounts, scratch) -> list[str]:
     disk = str(limits.disk_mb * 1024 * 1024)
     argv = [bwrap, "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
     # As a normal user bwrap needs a user namespace; the host user is its uid 0, so that nsenter
@@ -315,12 +318,16 @@ def _holder_argv(bwrap, task_dir, env_dir, limits, rootless, data_fds, info_fd, 
         argv += ["--perms", "0555", "--dir", INPUT_DIR]
     argv += ["--perms", "0755", "--dir", "/opt", "--ro-bind", str(env_dir.resolve()), VENV]
     made = {"/", "/opt"}
+
+    def parents(target: str) -> list[str]:  # bwrap would make missing parents 0700
+        missing = [str(p) for p in reversed(Path(target).parents) if str(p) not in made]
+        made.update(missing)
+        return [arg for parent in missing for arg in ("--perms", "0755", "--dir", parent)]
+
     for target, source in mounts.items():
-        for parent in reversed(Path(target).parents):  # bwrap would make missing parents 0700
-            if str(parent) not in made:
-                argv += ["--perms", "0755", "--dir", str(parent)]
-                made.add(str(parent))
-        argv += ["--ro-bind", str(Path(source).resolve()), target]
+        argv += [*parents(target), "--ro-bind", str(Path(source).resolve()), target]
+    for place in scratch:
+        argv += [*parents(place), "--perms", "0755", "--size", disk, "--tmpfs", place]
     argv += ["--remount-ro", "/"]  # the sandbox's own root tmpfs, which has no size cap
     # Say "ready" once set up (bwrap's info comes earlier), then wait on the lifeline pipe.
     argv += ["--chdir", WORKDIR, "--", "/bin/sh", "-c", "echo ready && exec cat"]

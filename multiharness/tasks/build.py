@@ -248,11 +248,16 @@ def _task_toml(draft: Draft) -> str:
             "category": "data-analysis",
             "tags": list(dict.fromkeys(tags)),
         },
-        "verifier": {"timeout_sec": 60.0},
-        "agent": {"timeout_sec": 600.0},
-        "environment": {"build_timeout_sec": 600.0, "cpus": 1, "memory_mb": 2048, "storage_mb": 1024},
+        # The verifier runs in an environment of its own (the gold never enters the agent's), with
+        # the agent's answer file carried over as an artifact.
+        "verifier": {"timeout_sec": 60.0, "environment_mode": "separate"},
+        # The agent reaches its model and nothing else (the model endpoint is on the sandbox's
+        # loopback); tools and the verifier have no network at all.
+        "agent": {"timeout_sec": 600.0, "network_mode": "allowlist", "allowed_hosts": ["127.0.0.1"]},
+        "environment": {"build_timeout_sec": 600.0, "cpus": 1, "memory_mb": 2048, "storage_mb": 1024,
+                        "network_mode": "no-network"},
     }
-    return tomli_w.dumps({"version": "1.0", **sections})
+    return tomli_w.dumps({"schema_version": "1.4", "artifacts": [ANSWER_PATH], **sections})
 
 
 def build_task(row: dict, task_dir: Path) -> dict:
