@@ -1,0 +1,7 @@
+# Copyright 2026 The multiharness authors. Licensed under the Apache License, Version 2.0 (LICENSE).
+"""The opencode environment: harness rollouts on data-analysis tasks, each model call captured."""
+
+from .client import OpenCodeEnv
+from .models import RolloutAction, RolloutObservation, RolloutState
+
+__all__ = ["OpenCodeEnv", "RolloutAction", "RolloutObservation", "RolloutState"]
