@@ -6,6 +6,8 @@ Spaces all end an episode the same way:
 - `score(task, answer, tool_calls)` grades the answer on the host with the task's grader and
   gives the shared reward (`multiharness.reward`). No answer is a wrong answer (0). A grader
   that cannot grade (`GradingError`) makes the episode not graded at the "task" boundary.
+  `from_correctness(task_id, correctness, tool_calls)` does the same for an answer graded
+  elsewhere (Harbor's verifier, which runs the task's own copy of the grader).
 - `failed(task_id, boundary, error)` is an episode that ended at a boundary before it could be
   graded: reward None, never 0, so that GRPO leaves it out of its group.
 - `FailureBudget` counts outcomes, shows a tqdm bar with the mean reward and the failures, and
@@ -37,6 +39,7 @@ __all__ = [
     "FailureBudgetExceeded",
     "Outcome",
     "failed",
+    "from_correctness",
     "score",
 ]
 
@@ -103,7 +106,14 @@ def score(task: Task, answer: str | None, tool_calls: int | None) -> Outcome:
             correctness = grade_answer(task, answer)
         except GradingError as error:
             return failed(task.id, "task", error, tool_calls=tool_calls)
-    return Outcome(task.id, correctness, reward(correctness, tool_calls), tool_calls)
+    return from_correctness(task.id, correctness, tool_calls)
+
+
+def from_correctness(task_id: str, correctness: int, tool_calls: int | None) -> Outcome:
+    """An episode graded elsewhere (Harbor's verifier runs the task's own copy of the grader): the shared reward."""
+    if correctness not in (0, 1):
+        raise ValueError(f"correctness must be 0 or 1, got {correctness!r}: a grader gives one or the other")
+    return Outcome(task_id, int(correctness), reward(correctness, tool_calls), tool_calls)
 
 
 def failed(task_id: str, boundary: Boundary, error: str | BaseException, *, tool_calls: int | None = None) -> Outcome:

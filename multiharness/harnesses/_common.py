@@ -164,6 +164,8 @@ class HarnessRun:
     """True when the wall-clock timeout killed it and everything it started."""
     answer: str | None = None
     """The text of /workdir/answer.txt, None when there was none."""
+    correctness: int | None = None
+    """1 or 0 when the runner graded the answer itself (Harbor's verifier); None otherwise."""
     tool_calls: int | None = None
     """Native tool actions counted from the CLI's output."""
     boundary: Boundary | None = None

@@ -39,7 +39,7 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -48,10 +48,10 @@ import httpx
 from openenv.core.harness import ResourceSession, ResourceSessionFactory, ToolResult, TrainingTrace, VerifyResult
 
 from ..capture import CaptureError, CaptureProxy
-from ..episode import FailureBudget, Outcome, failed, score
-from ..tasks import Task, find_task, load_task
+from ..episode import FailureBudget, Outcome, failed, from_correctness, score
 from ..sandbox.proxy_route import URL as SANDBOX_PROXY_URL
-from ._common import Harness, LaunchContext, run_harness
+from ..tasks import Task, find_task, load_task
+from ._common import Harness, HarnessRun, LaunchContext, run_harness
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
@@ -169,8 +169,10 @@ class HarnessSession(ResourceSession):
         sandbox: str = "local",
         episode_id: str | None = None,
         budget: FailureBudget | None = None,
+        runner: Callable[..., HarnessRun] = run_harness,
     ):
         self.harness = harness
+        self.runner = runner
         self.proxy = proxy
         self.model = model
         self.sandbox = sandbox
@@ -228,7 +230,7 @@ class HarnessSession(ResourceSession):
             instruction=self.task.instruction,
             max_model_calls=self.max_model_calls,
         )
-        run = run_harness(
+        run = self.runner(
             self.harness,
             self.task.path,
             proxy_host="127.0.0.1",
@@ -262,6 +264,8 @@ class HarnessSession(ResourceSession):
                          f"call(s); the harness said: {run.error or 'nothing'}")
         if boundary is not None:
             return failed(self.task.id, boundary, error, tool_calls=run.tool_calls)
+        if run.correctness is not None:  # the runner's verifier graded it (Harbor)
+            return from_correctness(self.task.id, run.correctness, run.tool_calls)
         return score(self.task, run.answer, run.tool_calls)
 
     def _opened(self, box) -> None:
@@ -351,6 +355,7 @@ class HarnessSessionFactory(ResourceSessionFactory[HarnessSession]):
         sandbox: str = "local",
         tasks: list[Task] | None = None,
         budget: FailureBudget | None = None,
+        runner: Callable[..., HarnessRun] = run_harness,
     ):
         self.harness = harness
         self.proxy = proxy
@@ -363,6 +368,7 @@ class HarnessSessionFactory(ResourceSessionFactory[HarnessSession]):
             timeout_s=timeout_s,
             sandbox=sandbox,
             budget=budget,
+            runner=runner,
         )
         """The keywords every `HarnessSession` of this factory gets."""
 
