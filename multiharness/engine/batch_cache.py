@@ -39,8 +39,7 @@ class _SlotLayer(DynamicLayer):
         self.slab_values: torch.Tensor | None = None
 
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
-        rows, lengths, width = self.owner.rows, self.owner.lengths, self.owner.width
-        index = torch.arange(rows, device=lengths.device)
+        rows, lengths, width, index = self.owner.rows, self.owner.lengths, self.owner.width, self.owner.row_index
         self.slab_keys[index, :, lengths] = key_states[:, :, 0]
         self.slab_values[index, :, lengths] = value_states[:, :, 0]
         self.keys = self.slab_keys[:rows, :, :width]
@@ -56,6 +55,7 @@ class BatchCache(Cache):
         self.max_rows = max_rows
         self.rows = 0
         self.lengths = torch.zeros(0, dtype=torch.long)
+        self.row_index = self.lengths
         self.width = 0
 
     # --- rows -----------------------------------------------------------------------------
@@ -95,6 +95,7 @@ class BatchCache(Cache):
     def step_inputs(self) -> tuple[torch.Tensor, torch.Tensor]:
         """The step's 4-D attention mask and position ids; grows the slab if a row is at its end."""
         self.width = int(self.lengths.max()) + 1
+        self.row_index = torch.arange(self.rows, device=self.lengths.device)
         self._reserve(self.rows, self.width)
         columns = torch.arange(self.width, device=self.lengths.device)
         mask = (columns[None, :] <= self.lengths[:, None])[:, None, None, :]
