@@ -51,10 +51,14 @@ __all__ = [
     "VllmSessionFactory",
     "async_grpo_config",
     "episode_reward",
+    "add_training_flags",
     "grpo_config",
     "harness_for_task",
     "harness_rollout_worker",
     "prompt_dataset",
+    "runner_for",
+    "session_factory",
+    "train",
     "trace_row",
     "training_tasks",
 ]
@@ -267,20 +271,45 @@ class VllmSessionFactory:
     max_tokens: int
     max_model_calls: int
     timeout_s: float
+    runner: str = "project"
+    """Who runs an episode: "project" (the project's runner) or "harbor" (a Harbor trial)."""
 
     def __call__(self, sampling=None) -> PerTaskFactory:
         from .capture import start_capture
-        from .harnesses import HarnessSessionFactory, get_harness
         from .tasks import load_tasks
 
         proxy = start_capture(self.engine_url, self.model, max_tokens=self.max_tokens,
                               max_model_calls=self.max_model_calls, wall_time_s=self.timeout_s)
-        factories = {
-            name: HarnessSessionFactory(get_harness(name), proxy, model=self.model, sampling=sampling,
-                                        max_tokens=self.max_tokens, timeout_s=self.timeout_s)
-            for name in self.harnesses
-        }
-        return PerTaskFactory(factories, load_tasks(Path(self.tasks_dir)))
+        return session_factory(self.harnesses, proxy, model=self.model, tasks=load_tasks(Path(self.tasks_dir)),
+                               runner=self.runner, sampling=sampling, max_tokens=self.max_tokens,
+                               timeout_s=self.timeout_s)
+
+
+def runner_for(name: str):
+    """The episode runner called `name`: "project" (`run_harness`) or "harbor" (`run_trial`)."""
+    if name == "project":
+        from .harnesses._common import run_harness
+
+        return run_harness
+    if name == "harbor":
+        from .harbor.trial import run_trial
+
+        return run_trial
+    raise ValueError(f"Unknown runner {name!r}. Expected one of ['project', 'harbor'].")
+
+
+def session_factory(harnesses: Sequence[str], proxy, *, model: str, tasks: Sequence[Task], runner: str,
+                    **settings) -> PerTaskFactory:
+    """Sessions of `harnesses` through `proxy`, one harness per task (`PerTaskFactory`), run by `runner`.
+
+    `settings` are `HarnessSession`'s: sampling, max_tokens, max_model_calls, timeout_s, budget.
+    """
+    from .harnesses import HarnessSessionFactory, get_harness
+
+    run = runner_for(runner)
+    factories = {name: HarnessSessionFactory(get_harness(name), proxy, model=model, runner=run, **settings)
+                 for name in harnesses}
+    return PerTaskFactory(factories, tasks)
 
 
 # ---- what both blackbox scripts share: presets, prompts, reward, TRL configs -------------------
@@ -351,6 +380,9 @@ MAX_FAILURE_SHARE = 0.5
 
 VLLM_SERVER = "http://127.0.0.1:8000"
 """Where `jobs/serve_vllm.py` (or `vllm serve`) listens by default."""
+
+ENGINES = ("local", "vllm")
+"""`--engine`: the trainer's own model on a CPU, or a vLLM server on a GPU."""
 
 
 def training_tasks(tasks_dir: Path, difficulties: Sequence[str]) -> list[Task]:
@@ -476,3 +508,109 @@ def harness_rollout_worker(config, dataset, tokenizer, factory: VllmSessionFacto
         request_timeout=config.request_timeout,
         max_tool_calling_iterations=factory.max_model_calls,
     )
+
+
+# ---- the whole run, for both scripts -----------------------------------------------------------
+
+
+def train(args, *, harnesses: Sequence[str], runner: str, project: str, title: str) -> None:
+    """One blackbox GRPO run: settings -> model -> tasks -> sessions -> reward -> TRL config -> train -> save.
+
+    `args` are the scripts' shared flags (preset, model, tasks, output, steps, save_steps, engine,
+    vllm_server, resume, space_id). Prints one line at each milestone.
+    """
+    import json
+    import os
+    from dataclasses import asdict
+
+    from .endpoint import open_endpoint
+    from .engine import LocalEngine
+    from .episode import FailureBudget, FailureBudgetExceeded
+    from .learning_curve import learning_curve
+    from .model import cpu_supports_bf16, load_model_and_tokenizer, make_tiny_model
+
+    preset = PRESETS[args.preset]
+    steps = args.steps or preset.steps
+    args.output.mkdir(parents=True, exist_ok=True)
+    # Trackio reads its folder once, when TRL imports it: set it before anything imports TRL.
+    os.environ.setdefault("TRACKIO_DIR", str(args.output.resolve() / "trackio"))
+    model_id = args.model or (make_tiny_model(args.output / "tiny-model") if args.preset == "smoke" else preset.model)
+    (args.output / "training_config.json").write_text(json.dumps(
+        {"preset": args.preset, **asdict(preset), "steps": steps, "model": str(model_id), "harnesses": list(harnesses),
+         "runner": runner, "engine": args.engine}, indent=2))
+
+    tasks = training_tasks(args.tasks, preset.difficulties)
+    dataset = prompt_dataset(tasks)
+    assignment = harness_for_task([t.id for t in tasks], list(harnesses))
+    counts = {name: sum(h == name for h in assignment.values()) for name in harnesses}
+    print(f"tasks: {len(tasks)} from {args.tasks} (one per instruction); per harness: {counts}")
+
+    if args.engine == "vllm":  # GPU: the async trainer; vLLM serves, a worker process runs the sessions
+        from transformers import AutoTokenizer
+        from trl.experimental.async_grpo import AsyncGRPOTrainer
+
+        config = async_grpo_config(args.output, preset, steps, vllm_server=args.vllm_server, project=project,
+                                   space_id=args.space_id, save_steps=args.save_steps)
+        tokenizer = AutoTokenizer.from_pretrained(model_id)
+        factory = VllmSessionFactory(args.vllm_server, str(model_id), tuple(harnesses), str(args.tasks),
+                                     preset.max_tokens, preset.max_model_calls, preset.timeout_s, runner)
+        print(f"vLLM at {args.vllm_server} must serve {model_id}: python jobs/serve_vllm.py --model {model_id}")
+        trainer = AsyncGRPOTrainer(model=str(model_id), args=config, train_dataset=dataset, processing_class=tokenizer,
+                                   rollout_worker=harness_rollout_worker(config, dataset, tokenizer, factory))
+        trainer.train(resume_from_checkpoint=True if args.resume else None)
+        trainer.save_model(str(args.output))
+        return
+
+    from trl import GRPOTrainer
+
+    bf16 = cpu_supports_bf16()
+    model, tokenizer = load_model_and_tokenizer(model_id)
+    print(f"model: {model_id} (bf16={bf16})")
+    engine = LocalEngine(model, tokenizer)  # the trainer's own model object: rollouts always use the latest weights
+    limits = dict(max_tokens=preset.max_tokens, max_model_calls=preset.max_model_calls, wall_time_s=preset.timeout_s)
+    with open_endpoint(engine, model_name=Path(str(model_id)).name, **limits) as endpoint, \
+            FailureBudget(MAX_FAILURE_SHARE, min_episodes=preset.rollouts_per_step, desc="episodes") as budget:
+        factory = session_factory(
+            harnesses, endpoint.proxy, model=endpoint.model, tasks=tasks, runner=runner,
+            sampling={"temperature": preset.temperature, "top_p": 1.0},  # pinned: the CLIs send none
+            max_tokens=preset.max_tokens, max_model_calls=preset.max_model_calls, timeout_s=preset.timeout_s,
+            budget=budget,
+        )
+        print(f"sessions: {', '.join(harnesses)} run by {runner}, through the capture proxy at {endpoint.proxy.url}")
+        config = grpo_config(args.output, preset, steps, bf16=bf16, project=project, space_id=args.space_id,
+                             save_steps=args.save_steps)
+        trainer = GRPOTrainer(
+            model=model,
+            processing_class=tokenizer,
+            args=config,
+            train_dataset=dataset,
+            reward_funcs=episode_reward,
+            rollout_func=HarnessRollouts(factory, tokenizer, concurrency=preset.concurrency),
+            callbacks=[DropEngineCache(engine)],
+        )
+        print(f"training {steps} steps ({preset.rollouts_per_step} episodes per step, {preset.concurrency} at once)")
+        try:
+            trainer.train(resume_from_checkpoint=True if args.resume else None)
+        except FailureBudgetExceeded as error:
+            raise SystemExit(f"training stopped: {error}") from error
+    trainer.save_model(str(args.output))
+    trainer.save_state()  # trainer_state.json: the per-step log the learning curve is drawn from
+    curve = learning_curve(args.output, args.output / "learning_curve.png", title=title)
+    print(f"saved the model to {args.output}; learning curve {curve}; Trackio logs in {os.environ['TRACKIO_DIR']}")
+
+
+def add_training_flags(parser, *, output: str) -> None:
+    """The flags both blackbox scripts share (and share with train/whitebox.py where they overlap)."""
+    from .paths import DEFAULT_TASKS_DIR
+
+    parser.add_argument("--preset", choices=sorted(PRESETS), default="cpu", help="named set of hyper-parameters")
+    parser.add_argument("--model", default=None, help="model folder or Hub id (default: SmolLM2-135M; smoke: tiny)")
+    parser.add_argument("--tasks", type=Path, default=DEFAULT_TASKS_DIR / "train", help="built training tasks")
+    parser.add_argument("--output", type=Path, default=Path(output), help="checkpoints and logs")
+    parser.add_argument("--steps", type=int, default=None, help="override the preset's number of steps")
+    parser.add_argument("--save-steps", type=int, default=None, help="override the preset's checkpoint interval")
+    parser.add_argument("--engine", choices=ENGINES, default="local",
+                        help="local: the trainer's own model serves the rollouts (CPU); vllm: a vLLM server (GPU)")
+    parser.add_argument("--vllm-server", default=VLLM_SERVER, help="vLLM server URL (--engine vllm)")
+    parser.add_argument("--resume", action="store_true", help="continue from the last checkpoint in --output")
+    parser.add_argument("--space-id", default=None, help="publish the Trackio dashboard to this HF Space")

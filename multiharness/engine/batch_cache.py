@@ -40,8 +40,10 @@ class _SlotLayer(DynamicLayer):
 
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
         rows, lengths, width, index = self.owner.rows, self.owner.lengths, self.owner.width, self.owner.row_index
-        self.slab_keys[index, :, lengths] = key_states[:, :, 0]
-        self.slab_values[index, :, lengths] = value_states[:, :, 0]
+        # A trainer's mixed precision (accelerate wraps the model's forward in autocast) can hand
+        # back states in another dtype than the slab's: store them in the slab's.
+        self.slab_keys[index, :, lengths] = key_states[:, :, 0].to(self.slab_keys.dtype)
+        self.slab_values[index, :, lengths] = value_states[:, :, 0].to(self.slab_values.dtype)
         self.keys = self.slab_keys[:rows, :, :width]
         self.values = self.slab_values[:rows, :, :width]
         return self.keys, self.values
