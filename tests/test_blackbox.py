@@ -179,3 +179,68 @@ def test_opencode_smoke_run_trains_a_step_through_the_real_cli(tasks, tmp_path):
     assert state["global_step"] == 1 and step["episodes/ungraded_share"] == 0.0
     assert step["completions/mean_length"] > 0  # token-level traces became training rows
     assert (out / "checkpoint-1").is_dir() and (out / "learning_curve.png").exists()
+
+
+# ---- the CPU trainer learns from the sampled tokens only -----------------------------------------
+
+PROMPT = [5, 6, 7, 8]
+# Two episodes of one group, right (1.05) and wrong (0.0): sampled, sampled, tool output, tool
+# output, sampled, trailing template glue; the mask is the capture's.
+COMPLETIONS = [[11, 12, 13, 14, 15, 16], [21, 22, 23, 24, 25, 26]]
+MASK = [1, 1, 0, 0, 1, 0]
+
+
+def _loss_and_logit_grads(tiny, tmp_path, completions):
+    from dataclasses import replace
+
+    import torch
+    from datasets import Dataset
+    from trl import GRPOTrainer
+
+    model, tokenizer = tiny
+    model.zero_grad()
+    rows = {"prompt_ids": [PROMPT, PROMPT], "completion_ids": completions, "logprobs": [[-1.0] * 6] * 2,
+            "env_mask": [MASK, MASK], "episode_reward": [1.05, 0.0], "forks": [0, 0], "dropped_tokens": [0, 0],
+            "boundary": [None, None]}
+    preset = replace(PRESETS["smoke"], num_generations=2, rollouts_per_step=2, micro_batch_size=2)
+    config = blackbox.grpo_config(tmp_path, preset, 1, bf16=False, project="test", space_id=None)
+    config.report_to = []
+    prompt = [{"role": "user", "content": "the task"}]
+    trainer = GRPOTrainer(model=model, processing_class=tokenizer, args=config, reward_funcs=episode_reward,
+                          train_dataset=Dataset.from_list([{"prompt": prompt}] * 2),
+                          rollout_func=lambda prompts, trainer: {k: [list(v) if isinstance(v, list) else v for v in vs]
+                                                                  for k, vs in rows.items()})
+    inputs = trainer._generate_and_score_completions([{"prompt": prompt} for _ in range(2)])
+    # TRL fuses the head into its log-prob computation, so the last hidden states stand in for the
+    # logits: the state at position p feeds only the prediction of token p + 1.
+    hidden = []
+
+    def keep(module, args, out):  # returns None: the output stays as it is
+        out.retain_grad()
+        hidden.append(out)
+
+    hook = model.model.norm.register_forward_hook(keep)
+    try:
+        loss = trainer.compute_loss(model, inputs)
+        loss.backward()
+    finally:
+        hook.remove()
+    # The state that predicts completion token j sits at position len(prompt) - 1 + j.
+    start = len(PROMPT) - 1
+    per_token = hidden[0].grad[:, start : start + len(MASK)].abs().sum(dim=-1)
+    weights = sum(p.grad.abs().sum() for p in model.parameters() if p.grad is not None)
+    return float(loss), per_token, float(weights), inputs["advantages"].tolist()
+
+
+def test_a_mixed_group_trains_only_the_sampled_tokens(tiny, tmp_path):
+    loss, per_token, weights, advantages = _loss_and_logit_grads(tiny, tmp_path, COMPLETIONS)
+    sampled = [j for j, m in enumerate(MASK) if m]
+    masked = [j for j, m in enumerate(MASK) if not m]
+    assert advantages[0] > 0 > advantages[1] and weights > 0  # mixed rewards: a real gradient
+    assert all(per_token[row, j] > 0 for row in (0, 1) for j in sampled)
+    assert all(per_token[row, j] == 0 for row in (0, 1) for j in masked)  # tool output and glue: no loss
+    # A masked token after the last sampled one changes nothing; a sampled token changes the gradient.
+    trailing = [c[:-1] + [c[-1] + 100] for c in COMPLETIONS]
+    assert _loss_and_logit_grads(tiny, tmp_path, trailing)[::2] == (loss, weights)
+    resampled = [c[:1] + [c[1] + 100] + c[2:] for c in COMPLETIONS]
+    assert _loss_and_logit_grads(tiny, tmp_path, resampled)[2] != weights
