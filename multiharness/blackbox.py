@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ from openenv.core.harness import TrainingTrace
 from transformers import TrainerCallback
 
 from .capture import CaptureError
+from .harnesses.session import busy_seconds
 from .paths import DEFAULT_MODEL_DIR
 from .tasks import Task, find_task
 
@@ -176,6 +178,7 @@ class _Rollout:
     boundary: str | None
     seconds: float
     model_calls: int
+    calls: list[tuple[float, float]]
 
 
 @dataclass
@@ -195,9 +198,13 @@ class HarnessRollouts:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __call__(self, prompts: list, trainer=None) -> dict:
+        started = time.monotonic()
         with ThreadPoolExecutor(max_workers=max(1, self.concurrency), thread_name_prefix="rollout") as pool:
             rollouts = list(pool.map(self._one, prompts))
         return {
+            # Where the step's rollout time goes: its wall time, and the time the engine had a call in flight.
+            "rollout_seconds": time.monotonic() - started,
+            "engine_seconds": busy_seconds([c for r in rollouts for c in r.calls]),
             "prompt_ids": [r.row.prompt_ids for r in rollouts],
             "completion_ids": [r.row.completion_ids for r in rollouts],
             "logprobs": [r.row.logprobs for r in rollouts],
@@ -227,7 +234,7 @@ class HarnessRollouts:
                     logger.warning("%s: no training trace (%s); the rollout is left out", result["task_id"], error)
             reward = result["reward"] if row is not None else None
             return _Rollout(row or self._empty_row(prompt), reward, result["tool_calls"], result["boundary"],
-                            result["seconds"], result["model_calls"])
+                            result["seconds"], result["model_calls"], session.result.call_intervals)
         finally:
             session.close()
 
@@ -407,7 +414,8 @@ def prompt_dataset(tasks: Sequence[Task]):
     return Dataset.from_list([{"prompt": [{"role": "user", "content": task.instruction}]} for task in tasks])
 
 
-def episode_reward(episode_reward, forks, dropped_tokens, boundary, log_metric=None, **kwargs) -> list[float | None]:
+def episode_reward(episode_reward, forks, dropped_tokens, boundary, log_metric=None, rollout_seconds=None,
+                   engine_seconds=None, **kwargs) -> list[float | None]:
     """The shared reward of each harness episode, as `multiharness.episode.score` gave it.
 
     - right answer after n native tool actions: 1 + 0.1·15/(15 + n); 1.0 when the harness's tool
@@ -416,12 +424,16 @@ def episode_reward(episode_reward, forks, dropped_tokens, boundary, log_metric=N
     - not graded (a harness crash, a dead engine or sandbox, a task the grader could not grade)
       or no trainable trace: None, which TRL leaves out of the group's baseline (no loss).
     Logs per step the forks (calls that did not extend the sequence before them), the sampled
-    tokens dropped with the untrained chains, and the share of ungraded episodes.
+    tokens dropped with the untrained chains, the share of ungraded episodes, and the rollouts'
+    wall time and engine time (seconds with a model call in flight; the rest is the harnesses').
     """
     if log_metric is not None:
         log_metric("episodes/forks", float(sum(forks)))
         log_metric("episodes/dropped_tokens", float(sum(dropped_tokens)))
         log_metric("episodes/ungraded_share", sum(b is not None for b in boundary) / max(1, len(boundary)))
+        for name, values in (("rollout_s", rollout_seconds), ("engine_s", engine_seconds)):
+            if values:  # the same value on every row of the batch
+                log_metric(f"episodes/{name}", float(values[0]))
     return list(episode_reward)
 
 

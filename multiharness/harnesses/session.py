@@ -40,7 +40,7 @@ import itertools
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +58,7 @@ __all__ = [
     "EpisodeResult",
     "HarnessSession",
     "HarnessSessionFactory",
+    "busy_seconds",
     "prefix_forks",
 ]
 
@@ -88,6 +89,8 @@ class EpisodeResult:
     """From the CLI's launch to its first model call reaching the proxy."""
     model_s: float = 0.0
     """Time with a model call in flight (request to the answer's last byte, at the sandbox's edge)."""
+    call_intervals: list[tuple[float, float]] = field(default_factory=list, repr=False)
+    """(start, end) monotonic times of the model calls, for timing several episodes together."""
     exit_code: int | None = None
     """The CLI's exit status; None when it never ran."""
     timed_out: bool = False
@@ -110,7 +113,7 @@ class EpisodeResult:
 
     def to_json(self) -> dict[str, Any]:
         """One flat record: the outcome's fields beside the episode's own."""
-        record = {k: v for k, v in asdict(self).items() if k not in ("outcome", "forks")}
+        record = {k: v for k, v in asdict(self).items() if k not in ("outcome", "forks", "call_intervals")}
         outcome = self.outcome or failed(self.task_id, "harness", "the episode has not ended")
         return {**outcome.to_json(), **record, **(self.forks or {}), "harness_s": self.harness_s}
 
@@ -135,7 +138,7 @@ def prefix_forks(trace: TrainingTrace) -> dict[str, int]:
     return {"transitions": transitions, "forks": forks, "first_divergence": first}
 
 
-def _busy_seconds(intervals: list[tuple[float, float]]) -> float:
+def busy_seconds(intervals: list[tuple[float, float]]) -> float:
     """Seconds covered by at least one interval: calls that overlap (a title call) count once."""
     total, end = 0.0, float("-inf")
     for start, stop in sorted(intervals):
@@ -244,7 +247,8 @@ class HarnessSession(ResourceSession):
         result.exit_code, result.timed_out, result.answer = run.exit_code, run.timed_out, run.answer
         result.seconds = run.seconds
         result.model_calls = self.proxy.model_calls(self.key)
-        result.model_s = _busy_seconds([(start, end) for start, end in run.calls if end is not None])
+        result.call_intervals = [(start, end) for start, end in run.calls if end is not None]
+        result.model_s = busy_seconds(result.call_intervals)
         if run.calls and run.launch_s is not None:
             result.first_call_s = run.calls[0][0] - run.launch_s
         boundary, error = run.boundary, run.error
