@@ -259,21 +259,17 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
-    try:
+    try:  # a bad setting (ValueError) or a missing token or secret (RuntimeError): the message says what to do
         plan = plan_job(args.kind, args.script, bucket=args.bucket, flavor=args.flavor, model=args.model, run=args.run,
                         timeout=args.timeout, secrets=tuple(args.secret), script_args=args.script_args)
-    except ValueError as error:
+        print(plan.describe())
+        job = submit(plan) if args.submit else None
+    except (ValueError, RuntimeError) as error:
         raise SystemExit(f"error: {error}") from error
-    print(plan.describe())
-    if not args.submit:
+    if job is None:
         print("plan only: rerun with --submit to upload the source and start the job")
-        return
-    try:
-        job = submit(plan)
-    except RuntimeError as error:
-        raise SystemExit(f"error: {error}") from error
-    print(f"started: {job.url}\n  logs:    hf jobs logs {job.id}\n  outputs: {plan.bucket_path('output')}/")
-
+    else:
+        print(f"started: {job.url}\n  logs:    hf jobs logs {job.id}\n  outputs: {plan.bucket_path('output')}/")
 
 if __name__ == "__main__":
     sys.exit(main())
