@@ -21,7 +21,7 @@ huggingface_hub's jobs API (`HfApi.run_job`); it needs a token with write access
     python jobs/hf_job.py train --script train/opencode.py --flavor h200x2 --bucket my-org/multiharness-runs
     python jobs/hf_job.py train --script train/whitebox.py --bucket my-org/multiharness-runs -- --steps 200
     python jobs/hf_job.py eval --script eval/whitebox.py --bucket my-org/multiharness-runs \\
-        -- --model /bucket/train-opencode-20260101-120000/output --per-group 6
+        --model /bucket/train-opencode-20260101-120000/output -- --per-group 6
     python jobs/hf_job.py train --script train/harbor.py --bucket my-org/multiharness-runs --submit
 
 Then: `hf jobs logs JOB_ID` for the log, `hf buckets ls my-org/multiharness-runs/RUN/output` for
@@ -59,8 +59,8 @@ TRAIN_SCRIPTS = {
     "train/harbor.py": ("--preset", "gpu", "--engine", "vllm"),
 }
 EVAL_SCRIPTS = {"eval/whitebox.py": ()}
-SET_HERE = {"train": ("--output", "--model", "--vllm-server"), "eval": ("--output",)}
-"""Script flags this file sets: to the bucket, and to the model the server holds (use --model here)."""
+SET_HERE = {"train": ("--output", "--model", "--vllm-server"), "eval": ("--output", "--model")}
+"""Script flags this file sets: the outputs go to the bucket, the model is this file's --model."""
 
 SOURCE = (
     "install.sh", "pyproject.toml", "README.md", "LICENSE",  # pyproject names README.md: `pip install -e .` reads it
@@ -161,7 +161,7 @@ class JobPlan:
         )
 
 
-def plan_job(kind: str, script: str, *, bucket: str, flavor: str | None = None, model: str = DEFAULT_MODEL,
+def plan_job(kind: str, script: str, *, bucket: str, flavor: str | None = None, model: str | None = None,
              run: str | None = None, timeout: str | None = None, secrets: tuple[str, ...] = (),
              script_args: tuple[str, ...] = ()) -> JobPlan:
     """The job that runs `script` with `script_args`; ValueError saying what to change for a bad setting."""
@@ -196,13 +196,13 @@ def plan_job(kind: str, script: str, *, bucket: str, flavor: str | None = None, 
         "bash install.sh --gpu --no-run" if kind == "train" else "bash install.sh --no-run",
         ".venv/bin/python -m multiharness tasks build",
     ]
-    flags = shlex.join([*scripts[script], *script_args, "--output", output if kind == "train" else f"{output}/report.json"])
     if kind == "train":
-        env = {"MODEL": model, "VLLM_LOG": f"{output}/vllm.log"}  # read by jobs/train.slurm
-        launch = f"bash jobs/train.slurm {script} {flags}"
+        env = {"MODEL": model or DEFAULT_MODEL, "VLLM_LOG": f"{output}/vllm.log"}  # read by jobs/train.slurm
+        launch = f"bash jobs/train.slurm {script} " + shlex.join([*scripts[script], *script_args, "--output", output])
     else:
         env = {"PIP_EXTRA_INDEX_URL": "https://download.pytorch.org/whl/cpu"}  # CPU torch, not PyPI's 3 GB CUDA build
-        launch = f".venv/bin/python {script} {flags}"
+        chosen = ["--model", model] if model else []  # without it, the script's default model
+        launch = f".venv/bin/python {script} " + shlex.join([*chosen, *script_args, "--output", f"{output}/report.json"])
     return JobPlan(kind=kind, run=run, bucket=bucket, flavor=flavor, timeout=timeout or TIMEOUTS[kind],
                    script_lines=[*setup, launch], env=env, secrets=list(dict.fromkeys([*SECRETS, *secrets])),
                    source=source_files())
@@ -243,7 +243,9 @@ def parse_args(argv=None):
     parser.add_argument("--bucket", required=True, help="your bucket, as ORG/NAME: the source goes in, outputs come out")
     parser.add_argument("--flavor", default=None, help=f"Jobs hardware (default: train {FLAVORS['train']}, "
                                                        f"eval {FLAVORS['eval']}; `hf jobs hardware` lists them)")
-    parser.add_argument("--model", default=DEFAULT_MODEL, help="train: the policy vLLM serves and the trainer trains")
+    parser.add_argument("--model", default=None,
+                        help=f"train: the policy vLLM serves and the trainer trains (default {DEFAULT_MODEL}); "
+                             "eval: the model to measure, e.g. /bucket/RUN/output (default: the script's)")
     parser.add_argument("--run", default=None, help="the run's name (default: KIND-SCRIPT-UTC time)")
     parser.add_argument("--timeout", default=None, help=f"stop the job after this long (default: {TIMEOUTS})")
     parser.add_argument("--secret", action="append", default=[], metavar="NAME",
