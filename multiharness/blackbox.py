@@ -17,10 +17,11 @@ logprobs and a loss mask). This module turns an episode into the one row a GRPO 
   is 0, so it adds no loss.
 
 `HarnessRollouts` is the `rollout_func` of `GRPOTrainer` on a CPU: it runs the batch's sessions
-several at a time through one `HarnessSessionFactory`, whose engine serves the trainer's own
-model (colocated: no weight sync; the prefix cache is dropped after every optimiser step by
-`DropEngineCache`). On a GPU, `VllmSessionFactory` gives TRL's `HarnessRolloutWorker` the same
-sessions in front of a vLLM server.
+several at a time through one session factory (`session_factory`: one harness per task, run by
+the project's runner or by Harbor), whose engine serves the trainer's own model (colocated: no
+weight sync; the prefix cache is dropped after every optimiser step by `DropEngineCache`). On a
+GPU, `VllmSessionFactory` gives TRL's `HarnessRolloutWorker` the same sessions in front of a
+vLLM server. `train` is the whole run both blackbox scripts make.
 """
 
 from __future__ import annotations
@@ -43,26 +44,27 @@ from .tasks import Task, find_task
 
 __all__ = [
     "MAX_FAILURE_SHARE",
+    "ENGINES",
     "PRESETS",
     "VLLM_SERVER",
-    "DropEngineCache",
-    "HarnessRollouts",
-    "PerTaskFactory",
-    "TraceRow",
-    "Preset",
-    "VllmSessionFactory",
-    "async_grpo_config",
-    "episode_reward",
     "add_training_flags",
+    "async_grpo_config",
+    "DropEngineCache",
+    "episode_reward",
     "grpo_config",
     "harness_for_task",
     "harness_rollout_worker",
+    "HarnessRollouts",
+    "PerTaskFactory",
+    "Preset",
     "prompt_dataset",
     "runner_for",
     "session_factory",
-    "train",
     "trace_row",
+    "TraceRow",
+    "train",
     "training_tasks",
+    "VllmSessionFactory",
 ]
 
 logger = logging.getLogger(__name__)
@@ -186,10 +188,11 @@ class HarnessRollouts:
     """TRL's `rollout_func`: one harness episode per prompt, `concurrency` at a time.
 
     `factory.create(prompt)` starts the session of the prompt's task (a `HarnessSessionFactory`
-    or a `PerTaskFactory`); `tokenizer` renders the prompt of an episode that left no trace. Returns TRL's
-    fields (`prompt_ids`, `completion_ids`, `logprobs`, `env_mask`) and, for the reward
-    function, `episode_reward`, `tool_calls`, `boundary`, `forks`, `dropped_tokens`,
-    `model_calls` and `episode_seconds`, one per prompt.
+    or a `PerTaskFactory`); `tokenizer` renders the prompt of an episode that left no trace.
+    Returns TRL's fields (`prompt_ids`, `completion_ids`, `logprobs`, `env_mask`) and, for the
+    reward function, `episode_reward`, `tool_calls`, `boundary`, `forks`, `dropped_tokens`,
+    `model_calls` and `episode_seconds` (one per prompt), `rollout_seconds` and `engine_seconds`
+    (one per batch).
     """
 
     factory: object
@@ -246,7 +249,8 @@ class HarnessRollouts:
 
 
 class DropEngineCache(TrainerCallback):
-    """After every optimiser step, drop the colocated engine's prefix cache: its keys and values are of the old weights."""
+    """After every optimiser step, drop the colocated engine's prefix cache: its keys and values are of the old
+    weights. (The engine also notices in-place updates by itself; this makes the rule explicit where it applies.)"""
 
     def __init__(self, engine):
         self.engine = engine
@@ -353,17 +357,18 @@ class Preset:
 
 
 PRESETS = {
-    # 2 CPU cores: one group of 4 OpenCode episodes per step, 6 model calls of up to 192 tokens each.
-    # A row is the harness's 5-6k-token prompt plus the episode, so one row per backward pass.
+    # 2 CPU cores: one group of 4 episodes per step, 4 model calls of up to 96 tokens each. Decoding
+    # 4 rows over a harness's 5-6k-token context is what a step waits on (RESULTS.md), hence the
+    # short calls. A row is that context plus the episode, so one row per backward pass.
     "cpu": Preset(
-        model=str(DEFAULT_MODEL_DIR), difficulties=("easy", "medium"), steps=3, num_generations=4, rollouts_per_step=4,
-        micro_batch_size=1, learning_rate=1e-5, temperature=1.0, max_tokens=192, max_model_calls=6, timeout_s=900.0,
+        model=str(DEFAULT_MODEL_DIR), difficulties=("easy", "medium"), steps=2, num_generations=4, rollouts_per_step=4,
+        micro_batch_size=1, learning_rate=1e-5, temperature=1.0, max_tokens=96, max_model_calls=4, timeout_s=900.0,
         concurrency=4, save_steps=1,
     ),
-    # A first look in a few minutes: one step of one group.
+    # A first look: one step of one group of 4, 3 calls of up to 64 tokens each.
     "quickstart": Preset(
         model=str(DEFAULT_MODEL_DIR), difficulties=("easy",), steps=1, num_generations=4, rollouts_per_step=4,
-        micro_batch_size=1, learning_rate=1e-5, temperature=1.0, max_tokens=128, max_model_calls=4, timeout_s=900.0,
+        micro_batch_size=1, learning_rate=1e-5, temperature=1.0, max_tokens=64, max_model_calls=3, timeout_s=900.0,
         concurrency=4, save_steps=1,
     ),
     # The reference recipe (vLLM + AsyncGRPOTrainer): batch 4 x accumulation 4, 32 episodes in flight,
