@@ -114,17 +114,25 @@ def _episode(args) -> int:
     source = args.engine or args.model
     try:
         with open_endpoint(source, policy=args.policy, tasks=[task], max_tokens=args.max_tokens) as endpoint:
+            before = endpoint.prompt_tokens()
             result, trace = run_episode(
                 args.harness, task, endpoint.proxy, model=endpoint.model, sampling={"temperature": args.temperature},
                 max_tokens=args.max_tokens, timeout_s=args.timeout,
             )
+            after = endpoint.prompt_tokens()
     except CaptureError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     args.output.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     trace_file = args.output / f"{args.harness}-{task.id}-{stamp}-{result.session_key[:8]}.json"
-    record = {**result.to_json(), "trace_file": str(trace_file)}
+    # The engine's prompt tokens during this episode: served from its prefix cache, and computed.
+    cached = computed = None
+    if before is not None and after is not None:
+        cached = after[1] - before[1]
+        computed = after[0] - before[0] - cached
+    record = {**result.to_json(), "prompt_tokens_cached": cached, "prompt_tokens_computed": computed,
+              "trace_file": str(trace_file)}
     trace_file.write_text(json.dumps({"episode": record, "trace": trace.model_dump() if trace else None}))
     print(json.dumps(record))
     return 0 if result.outcome.graded else 1

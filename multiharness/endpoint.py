@@ -45,6 +45,17 @@ class Endpoint:
     """The served model's name, which the harness puts in its requests."""
     capture_level: str
     """"tokens" when the engine returns token ids and processed logprobs (trainable)."""
+    engine_url: str
+    """The engine behind the proxy."""
+
+    def prompt_tokens(self) -> tuple[int, int] | None:
+        """(prompt tokens, of which served from the prefix cache) the engine has seen so far; None when
+        the engine does not report them (the project's engine does, on /health)."""
+        try:
+            cache = httpx.get(f"{self.engine_url}/health", timeout=_MODELS_TIMEOUT_S).json()["engine"]["prefix_cache"]
+            return int(cache["query_tokens"]), int(cache["hit_tokens"])
+        except (httpx.HTTPError, ValueError, KeyError, TypeError):
+            return None
 
 
 def _served_name(url: str) -> str:
@@ -111,4 +122,4 @@ def open_endpoint(
             url = stack.enter_context(EngineServer(engine_policy, model_name=name)).url
             level = "tokens"  # the engines here return token ids and processed logprobs
         proxy = stack.enter_context(start_capture(url, name, capture_level=level, **limits))
-        yield Endpoint(proxy, name, proxy.capture_level)
+        yield Endpoint(proxy, name, proxy.capture_level, url)
