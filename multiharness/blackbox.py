@@ -58,7 +58,6 @@ __all__ = [
     "PerTaskFactory",
     "Preset",
     "prompt_dataset",
-    "runner_for",
     "session_factory",
     "trace_row",
     "TraceRow",
@@ -296,28 +295,15 @@ class VllmSessionFactory:
                                timeout_s=self.timeout_s)
 
 
-def runner_for(name: str):
-    """The episode runner called `name`: "project" (`run_harness`) or "harbor" (`run_trial`)."""
-    if name == "project":
-        from .harnesses._common import run_harness
-
-        return run_harness
-    if name == "harbor":
-        from .harbor.trial import run_trial
-
-        return run_trial
-    raise ValueError(f"Unknown runner {name!r}. Expected one of ['project', 'harbor'].")
-
-
 def session_factory(harnesses: Sequence[str], proxy, *, model: str, tasks: Sequence[Task], runner: str,
                     **settings) -> PerTaskFactory:
     """Sessions of `harnesses` through `proxy`, one harness per task (`PerTaskFactory`), run by `runner`.
 
     `settings` are `HarnessSession`'s: sampling, max_tokens, max_model_calls, timeout_s, budget.
     """
-    from .harnesses import HarnessSessionFactory, get_harness
+    from .harnesses import HarnessSessionFactory, get_harness, get_runner
 
-    run = runner_for(runner)
+    run = get_runner(runner)
     factories = {name: HarnessSessionFactory(get_harness(name), proxy, model=model, runner=run, **settings)
                  for name in harnesses}
     return PerTaskFactory(factories, tasks)

@@ -40,7 +40,7 @@ from pydantic import Field
 from .capture import CaptureError, CaptureProxy
 from .endpoint import open_endpoint
 from .episode import failed
-from .harnesses import DEFAULT_TIMEOUT_S, HARNESSES, run_episode
+from .harnesses import DEFAULT_TIMEOUT_S, HARNESSES, get_runner, run_episode
 from .paths import DEFAULT_MODEL_DIR
 from .spaces import TaskApi, TaskCatalog
 from .tasks import Task
@@ -167,8 +167,13 @@ def run_rollout(
     model_dir: str | Path = DEFAULT_MODEL_DIR,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     watch: Callable[[list[dict]], None] | None = None,
+    runner: str = "project",
 ) -> dict:
-    """Run `harness` on `task` against `endpoint` (see the module docstring); the observation's fields as a dict."""
+    """Run `harness` on `task` against `endpoint` (see the module docstring); the observation's fields as a dict.
+
+    `runner` says who runs the episode: "project" (the project's harness runner) or "harbor" (a
+    Harbor trial of Harbor's own agent, `multiharness.harbor.trial`).
+    """
     if endpoint in ENDPOINTS:
         source, policy = model_dir, "model" if endpoint == "local" else "scripted"
     elif endpoint.startswith(("http://", "https://")):
@@ -179,7 +184,7 @@ def run_rollout(
         with open_endpoint(source, policy=policy, tasks=[task]) as opened:
             proxy = _Watched(opened.proxy, watch)
             result, trace = run_episode(harness, task, proxy, model=opened.model, sampling=sampling,
-                                        sandbox=sandbox, timeout_s=timeout_s)
+                                        sandbox=sandbox, timeout_s=timeout_s, runner=get_runner(runner))
     except CaptureError as error:  # the endpoint did not answer: nothing ran
         outcome = failed(task.id, "engine", error)
         return {"outcome": outcome.to_json(), "message": f"Not graded: {outcome.error}"}

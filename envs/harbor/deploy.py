@@ -22,4 +22,4 @@ from multiharness.spaces import deploy  # noqa: E402
 SECRETS = ["DAYTONA_API_KEY"]  # read only with MULTIHARNESS_SANDBOX=daytona
 
 if __name__ == "__main__":
-    deploy(HERE, __doc__, SPACE_VARIABLES, SECRETS, extra=SPACE_FILES)
+    deploy(HERE, __doc__, SPACE_VARIABLES, SECRETS, extra=(*SPACE_FILES, "requirements-harbor.txt"))

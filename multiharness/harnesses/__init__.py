@@ -27,7 +27,7 @@ from openenv.core.harness import TrainingTrace
 
 from ..capture import CaptureError, CaptureProxy
 from ..tasks import Task
-from ._common import Harness
+from ._common import Harness, run_harness
 from .claude_code import ClaudeCode
 from .codex import Codex
 from .mini_swe_agent import MiniSweAgent
@@ -36,12 +36,14 @@ from .session import DEFAULT_TIMEOUT_S, EpisodeResult, HarnessSession, HarnessSe
 
 __all__ = [
     "HARNESSES",
+    "RUNNERS",
     "DEFAULT_TIMEOUT_S",
     "EpisodeResult",
     "Harness",
     "HarnessSession",
     "HarnessSessionFactory",
     "get_harness",
+    "get_runner",
     "prefix_forks",
     "run_episode",
 ]
@@ -50,6 +52,21 @@ HARNESSES: dict[str, Harness] = {
     harness.name: harness for harness in (OpenCode(), ClaudeCode(), Codex(), MiniSweAgent())
 }
 """Every harness by its `--harness` name."""
+
+
+RUNNERS = ("project", "harbor")
+"""Who runs an episode: the project's runner (`run_harness`), or Harbor (`multiharness.harbor.trial.run_trial`)."""
+
+
+def get_runner(name: str):
+    """The episode runner called `name` (one of RUNNERS); ValueError listing them otherwise."""
+    if name == "project":
+        return run_harness
+    if name == "harbor":
+        from ..harbor.trial import run_trial  # imported here: the Harbor glue imports this package
+
+        return run_trial
+    raise ValueError(f"Unknown runner {name!r}. Expected one of {list(RUNNERS)}.")
 
 
 def get_harness(name: str) -> Harness:
