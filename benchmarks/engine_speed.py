@@ -3,7 +3,10 @@
 
 Every run decodes greedily for exactly `--tokens` new tokens per prompt (end-of-turn ignored),
 after one warm-up. Two ratios, each from runs taken back to back so that a shared machine's
-load hits both sides alike (rounds alternate the two sides; each side keeps its best round):
+load hits both sides alike (rounds alternate the sides; each side keeps its best round). Each
+is given in wall-clock tokens per second and in tokens per CPU-second of this process: with
+`--threads 1` the latter is the speed on a core of its own, which other jobs on a shared
+machine do not move (wall-clock figures there swing by 20-50% from one minute to the next).
 
 - single stream: the engine answering one request at a time ÷ `model.generate` on the same
   prompt. The engine also computes every token's processed logprob and runs its own loop.
@@ -48,17 +51,22 @@ def parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def best_of_alternating(sides: dict, rounds: int) -> dict[str, float]:
-    """Seconds of each side's best round, the sides alternating within every round after one warm-up each."""
+def best_of_alternating(sides: dict, rounds: int) -> dict[str, tuple[float, float]]:
+    """(wall seconds, CPU seconds) of each side's best round, the sides alternating after one warm-up each."""
     for fn in sides.values():
         fn()
-    best = dict.fromkeys(sides, float("inf"))
+    best = {name: (float("inf"), float("inf")) for name in sides}
     for _ in range(rounds):
         for name, fn in sides.items():
-            start = time.perf_counter()
+            wall, cpu = time.perf_counter(), time.process_time()
             fn()
-            best[name] = min(best[name], time.perf_counter() - start)
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+            best[name] = (min(best[name][0], wall), min(best[name][1], cpu))
     return best
+
+
+def rates(tokens: int, seconds: tuple[float, float]) -> tuple[float, float]:
+    return tokens / seconds[0], tokens / seconds[1]
 
 
 def main() -> None:
@@ -99,20 +107,30 @@ def main() -> None:
 
     print(f"model {args.model}, {args.tokens} new tokens per prompt, torch threads {torch.get_num_threads()}")
     seconds = best_of_alternating({"generate": generate_single, "engine": engine_single}, args.rounds)
-    rate = {name: args.tokens * len(single) / s for name, s in seconds.items()}
-    print(f"single stream, {len(single)} prompts one after another:")
-    print(f"  model.generate  {rate['generate']:7.1f} tok/s")
-    print(f"  engine          {rate['engine']:7.1f} tok/s   engine / generate = {rate['engine'] / rate['generate']:.2f}")
+    generate, engine_rate = (rates(args.tokens * len(single), seconds[name]) for name in ("generate", "engine"))
+    print(f"single stream, {len(single)} prompts one after another (wall tok/s, tok per CPU-s):")
+    print(f"  model.generate  {generate[0]:7.1f}  {generate[1]:7.1f}")
+    print(
+        f"  engine          {engine_rate[0]:7.1f}  {engine_rate[1]:7.1f}   engine / generate = "
+        f"{engine_rate[0] / generate[0]:.2f} wall, {engine_rate[1] / generate[1]:.2f} CPU"
+    )
     seconds = best_of_alternating(
         {"one": engine_single, "concurrent": engine_concurrent, "padded": generate_padded_batch}, args.rounds
     )
-    one = args.tokens * len(single) / seconds["one"]
-    concurrent = args.tokens * len(prompts) / seconds["concurrent"]
-    padded = args.tokens * len(prompts) / seconds["padded"]
-    print(f"{len(prompts)} concurrent streams:")
-    print(f"  engine, one stream           {one:7.1f} tok/s")
-    print(f"  engine, {len(prompts)} streams at once   {concurrent:7.1f} tok/s   ratio {concurrent / one:.2f}")
-    print(f"  model.generate, padded batch {padded:7.1f} tok/s   (the same {len(prompts)} prompts as one batch)")
+    one = rates(args.tokens * len(single), seconds["one"])
+    concurrent = rates(args.tokens * len(prompts), seconds["concurrent"])
+    padded = rates(args.tokens * len(prompts), seconds["padded"])
+    n = len(prompts)
+    print(f"{n} concurrent streams (wall tok/s, tok per CPU-s):")
+    print(f"  engine, one stream            {one[0]:7.1f}  {one[1]:7.1f}")
+    print(
+        f"  engine, {n} streams at once    {concurrent[0]:7.1f}  {concurrent[1]:7.1f}   ratio "
+        f"{concurrent[0] / one[0]:.2f} wall, {concurrent[1] / one[1]:.2f} CPU"
+    )
+    print(
+        f"  model.generate, padded batch  {padded[0]:7.1f}  {padded[1]:7.1f}   ratio "
+        f"{padded[0] / one[0]:.2f} wall, {padded[1] / one[1]:.2f} CPU (the same {n} prompts as one batch)"
+    )
     engine.close()
 
 
