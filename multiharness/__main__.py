@@ -17,10 +17,11 @@ from .grading import ANSWER_TYPES
 from .paths import DEFAULT_MODEL_DIR, DEFAULT_TASKS_DIR
 from .sandbox import BACKENDS
 
-# `multiharness.harnesses.HARNESSES` and `multiharness.endpoint.POLICIES`, written out so that --help
+# `multiharness.harnesses.HARNESSES` and RUNNERS, `multiharness.endpoint.POLICIES`, written out so that --help
 # does not import OpenEnv (seconds); tests/test_cli.py checks that they agree.
 HARNESS_NAMES = ["opencode", "claude-code", "codex", "mini-swe-agent"]
 POLICIES = ["model", "scripted"]
+RUNNERS = ["project", "harbor"]
 
 
 # ---- tasks ------------------------------------------------------------------------------------
@@ -107,7 +108,7 @@ def _episode(args) -> int:
 
     from .capture import CaptureError
     from .endpoint import open_endpoint
-    from .harnesses import run_episode
+    from .harnesses import get_runner, run_episode
     from .tasks import load_task
 
     task = load_task(args.task)
@@ -117,7 +118,7 @@ def _episode(args) -> int:
             before = endpoint.prompt_tokens()
             result, trace = run_episode(
                 args.harness, task, endpoint.proxy, model=endpoint.model, sampling={"temperature": args.temperature},
-                max_tokens=args.max_tokens, timeout_s=args.timeout,
+                max_tokens=args.max_tokens, timeout_s=args.timeout, runner=get_runner(args.runner),
             )
             after = endpoint.prompt_tokens()
     except CaptureError as error:
@@ -204,6 +205,8 @@ def _parser() -> argparse.ArgumentParser:
     episode.add_argument("--model", type=Path, default=DEFAULT_MODEL_DIR, help="model folder for the local engine")
     episode.add_argument("--policy", choices=POLICIES, default="model",
                          help="scripted: play the task's reference solution instead of sampling (a harness check)")
+    episode.add_argument("--runner", choices=RUNNERS, default="project",
+                         help="project: the project's harness runner; harbor: a Harbor trial of Harbor's own agent")
     episode.add_argument("--timeout", type=float, default=900.0, help="seconds before the harness is killed")
     episode.add_argument("--max-tokens", type=int, default=1024, help="sampled tokens per model call")
     episode.add_argument("--temperature", type=float, default=1.0, help="sampling temperature the session pins")

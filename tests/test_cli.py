@@ -64,6 +64,6 @@ def test_grade_prints_correctness():
 
 def test_the_written_out_choices_agree_with_the_library():
     from multiharness.endpoint import POLICIES
-    from multiharness.harnesses import HARNESSES
+    from multiharness.harnesses import HARNESSES, RUNNERS
 
-    assert (cli.HARNESS_NAMES, cli.POLICIES) == (list(HARNESSES), list(POLICIES))
+    assert (cli.HARNESS_NAMES, cli.POLICIES, cli.RUNNERS) == (list(HARNESSES), list(POLICIES), list(RUNNERS))
