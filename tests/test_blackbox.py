@@ -190,14 +190,21 @@ COMPLETIONS = [[11, 12, 13, 14, 15, 16], [21, 22, 23, 24, 25, 26]]
 MASK = [1, 1, 0, 0, 1, 0]
 
 
-def _loss_and_logit_grads(tiny, tmp_path, completions):
+@pytest.fixture
+def trainable(tmp_path):
+    """A tiny random model of its own: the test trains it, so it must not be the shared `tiny` one."""
+    from multiharness.model import load_model_and_tokenizer, make_tiny_model
+
+    return load_model_and_tokenizer(make_tiny_model(tmp_path / "trainable"))
+
+
+def _loss_and_logit_grads(trainable, tmp_path, completions):
     from dataclasses import replace
 
-    import torch
     from datasets import Dataset
     from trl import GRPOTrainer
 
-    model, tokenizer = tiny
+    model, tokenizer = trainable
     model.zero_grad()
     rows = {"prompt_ids": [PROMPT, PROMPT], "completion_ids": completions, "logprobs": [[-1.0] * 6] * 2,
             "env_mask": [MASK, MASK], "episode_reward": [1.05, 0.0], "forks": [0, 0], "dropped_tokens": [0, 0],
@@ -229,11 +236,11 @@ def _loss_and_logit_grads(tiny, tmp_path, completions):
     start = len(PROMPT) - 1
     per_token = hidden[0].grad[:, start : start + len(MASK)].abs().sum(dim=-1)
     weights = sum(p.grad.abs().sum() for p in model.parameters() if p.grad is not None)
-    return float(loss), per_token, float(weights), inputs["advantages"].tolist()
+    return loss.item(), per_token, float(weights), inputs["advantages"].tolist()
 
 
-def test_a_mixed_group_trains_only_the_sampled_tokens(tiny, tmp_path):
-    loss, per_token, weights, advantages = _loss_and_logit_grads(tiny, tmp_path, COMPLETIONS)
+def test_a_mixed_group_trains_only_the_sampled_tokens(trainable, tmp_path):
+    loss, per_token, weights, advantages = _loss_and_logit_grads(trainable, tmp_path, COMPLETIONS)
     sampled = [j for j, m in enumerate(MASK) if m]
     masked = [j for j, m in enumerate(MASK) if not m]
     assert advantages[0] > 0 > advantages[1] and weights > 0  # mixed rewards: a real gradient
@@ -241,6 +248,6 @@ def test_a_mixed_group_trains_only_the_sampled_tokens(tiny, tmp_path):
     assert all(per_token[row, j] == 0 for row in (0, 1) for j in masked)  # tool output and glue: no loss
     # A masked token after the last sampled one changes nothing; a sampled token changes the gradient.
     trailing = [c[:-1] + [c[-1] + 100] for c in COMPLETIONS]
-    assert _loss_and_logit_grads(tiny, tmp_path, trailing)[::2] == (loss, weights)
+    assert _loss_and_logit_grads(trainable, tmp_path, trailing)[::2] == (loss, weights)
     resampled = [c[:1] + [c[1] + 100] + c[2:] for c in COMPLETIONS]
-    assert _loss_and_logit_grads(tiny, tmp_path, resampled)[2] != weights
+    assert _loss_and_logit_grads(trainable, tmp_path, resampled)[2] != weights
