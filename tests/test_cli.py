@@ -8,15 +8,11 @@ import pytest
 
 from multiharness import __main__ as cli
 from multiharness.paths import PROJECT_ROOT
-from multiharness.tasks.build import build_task, load_manifest
 
 
 @pytest.fixture(scope="module")
-def task_dir(tmp_path_factory):
-    row = next(r for r in load_manifest("test") if r["difficulty"] == "easy")
-    path = tmp_path_factory.mktemp("tasks") / row["id"]
-    build_task(row, path)
-    return path
+def task_dir(easy_test_task):
+    return easy_test_task.path
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:

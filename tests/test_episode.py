@@ -8,15 +8,11 @@ from multiharness import episode
 from multiharness.episode import BOUNDARIES, FailureBudget, FailureBudgetExceeded, Outcome, failed, score
 from multiharness.grading import GradingError
 from multiharness.tasks import load_task, run_reference_solution
-from multiharness.tasks.build import build_task, load_manifest
 
 
 @pytest.fixture(scope="module")
-def task(tmp_path_factory):
-    row = next(r for r in load_manifest("test") if r["difficulty"] == "easy")
-    path = tmp_path_factory.mktemp("tasks") / row["id"]
-    build_task(row, path)
-    return load_task(path)
+def task(easy_test_task):
+    return easy_test_task
 
 
 @pytest.fixture(scope="module")

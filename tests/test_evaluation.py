@@ -7,16 +7,12 @@ import pytest
 from multiharness import evaluation
 from multiharness.episode import Outcome, failed
 from multiharness.evaluation import Episode, _report, evaluate, select_by_group, select_tasks, task_group
-from multiharness.tasks import load_task, run_reference_solution
-from multiharness.tasks.build import build_task, load_manifest
+from multiharness.tasks import run_reference_solution
 
 
 @pytest.fixture(scope="module")
-def task(tmp_path_factory):
-    row = next(r for r in load_manifest("test") if r["difficulty"] == "easy")
-    path = tmp_path_factory.mktemp("tasks") / row["id"]
-    build_task(row, path)
-    return load_task(path)
+def task(easy_test_task):
+    return easy_test_task
 
 
 def _scripted_replies(tokenizer, replies):
