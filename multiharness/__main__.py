@@ -114,11 +114,13 @@ def _episode(args) -> int:
     task = load_task(args.task)
     source = args.engine or args.model
     try:
-        with open_endpoint(source, policy=args.policy, tasks=[task], max_tokens=args.max_tokens) as endpoint:
+        with open_endpoint(source, policy=args.policy, tasks=[task], max_tokens=args.max_tokens,
+                           max_model_calls=args.max_model_calls) as endpoint:
             before = endpoint.prompt_tokens()
             result, trace = run_episode(
                 args.harness, task, endpoint.proxy, model=endpoint.model, sampling={"temperature": args.temperature},
-                max_tokens=args.max_tokens, timeout_s=args.timeout, runner=get_runner(args.runner),
+                max_tokens=args.max_tokens, max_model_calls=args.max_model_calls, timeout_s=args.timeout,
+                runner=get_runner(args.runner),
             )
             after = endpoint.prompt_tokens()
     except CaptureError as error:
@@ -209,6 +211,8 @@ def _parser() -> argparse.ArgumentParser:
                          help="project: the project's harness runner; harbor: a Harbor trial of Harbor's own agent")
     episode.add_argument("--timeout", type=float, default=900.0, help="seconds before the harness is killed")
     episode.add_argument("--max-tokens", type=int, default=1024, help="sampled tokens per model call")
+    episode.add_argument("--max-model-calls", type=int, default=17,
+                         help="model calls before the proxy ends the agent's loop (the capture default)")
     episode.add_argument("--temperature", type=float, default=1.0, help="sampling temperature the session pins")
     episode.add_argument("--output", type=Path, default=DEFAULT_TASKS_DIR.parent / "episodes",
                          help="folder for the episode's record and token-level trace (JSON)")
