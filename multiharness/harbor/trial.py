@@ -69,13 +69,21 @@ class HarborAgent:
     """Appended to the route's URL: "/v1" for OpenAI clients, "" for Anthropic's."""
     npm_package: str | None = None
     """The npm package whose pinned version (clis/package.json) the agent checks before installing."""
+    agent_kwargs: tuple[str, ...] = ()
+    """Harbor's `--agent-kwarg key=value` settings of the agent."""
 
+
+CLAUDE_CODE_EXTRA_TOOLS = ("Task,CronCreate,CronDelete,CronList,EnterWorktree,ExitWorktree,ListAgents,Monitor,"
+                           "NotebookEdit,ReportFindings,ScheduleWakeup,SendMessage,Skill,TaskStop,ToolSearch,Workflow")
+"""The tools Claude Code 2.1.332 offers under Harbor besides Bash, Read, Write, Edit, Glob and Grep."""
 
 HARBOR_AGENTS = {
     # provider "capture", not "openai": OpenCode sends OpenAI providers to the Responses API.
     "opencode": HarborAgent("opencode", "capture", "openai_chat_completions", "OPENAI_API_KEY", "/v1", "opencode-ai"),
+    # Claude Code's tools beyond those the project's runner keeps (multiharness/harnesses/claude_code.py)
+    # are taken out of its prompt: with all of them the first prompt outgrows a small model's context.
     "claude-code": HarborAgent("claude-code", "anthropic", "anthropic_messages", "ANTHROPIC_API_KEY", "",
-                               "@anthropic-ai/claude-code"),
+                               "@anthropic-ai/claude-code", (f"disallowed_tools={CLAUDE_CODE_EXTRA_TOOLS}",)),
     "codex": HarborAgent("codex", "openai", "openai_responses", "OPENAI_API_KEY", "/v1", "@openai/codex"),
     "mini-swe-agent": HarborAgent("multiharness.harbor.agents:PreinstalledMiniSweAgent", "openai",
                                   "openai_chat_completions", "MSWEA_API_KEY", "/v1"),
@@ -102,6 +110,8 @@ def trial_command(harness: Harness, task_dir: Path, context: LaunchContext, *, p
     ]  # fmt: skip
     if settings.npm_package:
         command += ["--agent-kwarg", f"version={_pinned_version(settings.npm_package)}"]
+    for setting in settings.agent_kwargs:
+        command += ["--agent-kwarg", setting]
     return command
 
 
