@@ -145,6 +145,9 @@ class FailureBudget:
         self.min_episodes = max(1, min_episodes)
         self.outcomes: list[Outcome] = []
         """Every outcome recorded, in order."""
+        self.failures: list[Outcome] = []
+        """The ungraded ones among them."""
+        self._reward_sum = 0.0
         self._lock = threading.Lock()
         self._bar = None
         if progress:
@@ -153,22 +156,21 @@ class FailureBudget:
             self._bar = tqdm(total=total, desc=desc, unit="episode", dynamic_ncols=True)
 
     @property
-    def failures(self) -> list[Outcome]:
-        return [o for o in self.outcomes if not o.graded]
-
-    @property
     def mean_reward(self) -> float | None:
         """Mean reward of the graded episodes; None when none was graded."""
-        rewards = [o.reward for o in self.outcomes if o.graded]
-        return sum(rewards) / len(rewards) if rewards else None
+        graded = len(self.outcomes) - len(self.failures)
+        return self._reward_sum / graded if graded else None
 
     def record(self, outcome: Outcome) -> Outcome:
         """Count `outcome` and return it; raise FailureBudgetExceeded once the budget is spent."""
         with self._lock:
             self.outcomes.append(outcome)
-            failures, recorded = self.failures, len(self.outcomes)
             if not outcome.graded:
+                self.failures.append(outcome)
                 logger.warning("%s not graded (%s): %s", outcome.task_id, outcome.boundary, outcome.error)
+            else:
+                self._reward_sum += outcome.reward
+            failures, recorded = self.failures, len(self.outcomes)
             if self._bar is not None:
                 mean = self.mean_reward
                 self._bar.set_postfix(reward="-" if mean is None else f"{mean:.3f}", failed=len(failures), refresh=False)
