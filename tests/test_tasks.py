@@ -25,7 +25,15 @@ from multiharness.tasks import (
     verify_tasks,
 )
 from multiharness.tasks import build
-from multiharness.tasks.build import SPLIT_SIZES, build_task, gold_leaks, load_manifest, plan_split
+from multiharness.tasks.build import (
+    MANIFEST_VERSION,
+    SPLIT_SIZES,
+    build_task,
+    gold_leaks,
+    load_manifest,
+    plan_split,
+    plan_test,
+)
 from multiharness.tasks.tables import DOMAINS, FORMATS, write_tables
 from multiharness.grading import ANSWER_TYPES
 from multiharness.tasks.templates import HELD_OUT_TEMPLATES, TEMPLATES
@@ -117,26 +125,97 @@ def test_manifest_counts_per_split_and_tier(split, tier, expected):
     assert sum(row["difficulty"] == tier for row in rows) == expected == SPLIT_SIZES[split][tier]
 
 
-def test_manifests_are_what_the_planner_plans():
+def test_manifests_are_what_the_planner_plans(tmp_path):
     keys = ("id", "template", "difficulty", "answer_type", "seed", "held_out_template")
-    committed = [{k: row[k] for k in keys} for row in TRAIN + TEST]
-    assert committed == plan_split("train") + plan_split("test")
+    committed = {(row["template"], row["seed"]): row for row in TEST}
+
+    def hashes(row):  # committed rows give their committed hashes; only the skipped candidates are built
+        known = committed.get((row["template"], row["seed"]))
+        if known is None:
+            return build_task(row, tmp_path / row["id"])
+        return {k: known[k] for k in ("instruction_sha256", "input_sha256")}
+
+    assert ([{k: row[k] for k in keys} for row in TRAIN], plan_test(TRAIN, hashes)) == (plan_split("train"), TEST)
 
 
-def _fingerprint(row: dict) -> tuple:
-    return (row["instruction_sha256"], tuple(sorted(row["input_sha256"].items())))
+def _fake_hashes(fixed: tuple[str, str] | None):
+    """Hashes unique to each (template, seed), except a `fixed` (template, tier) that asks one question only."""
+    def hashes(row):
+        key = (row["template"], row["difficulty"])
+        instruction = "/".join(key) if key == fixed else f"{row['template']}/{row['seed']}"
+        files = {"data.csv": f"file/{row['template']}/{row['seed']}"}
+        return {"instruction_sha256": instruction, "input_sha256": files}
+    return hashes
 
 
 @pytest.mark.parametrize(
-    "what, key",
+    "repeat, expected",
     [
-        ("ids", lambda row: row["id"]),
-        ("seeds", lambda row: row["seed"]),
-        ("instruction + input files", _fingerprint),
+        # (what a train task repeats of test row 0, where row 0 lands)
+        (None, "its first seed"),
+        ("instruction", "its next seed"),
+        ("input file", "its next seed"),
+        ("instruction of a question without parameters", "the next template"),  # as do the rows like it
     ],
 )
-def test_splits_are_disjoint(what, key):
-    assert {key(row) for row in TRAIN} & {key(row) for row in TEST} == set()
+def test_plan_test_moves_a_task_that_repeats_train_on_deterministically(repeat, expected):
+    first = plan_split("test")
+    row = first[0]
+    fixed = (row["template"], row["difficulty"]) if repeat and "without parameters" in repeat else None
+    hashes = _fake_hashes(fixed)
+    train = [] if repeat is None else [
+        {"instruction_sha256": "other", "input_sha256": hashes(row)["input_sha256"]} if repeat == "input file"
+        else {"instruction_sha256": hashes(row)["instruction_sha256"], "input_sha256": {}}]
+    rotation = [name for name in TEMPLATES if row["difficulty"] in TEMPLATES[name].tiers
+                and (name in HELD_OUT_TEMPLATES) == row["held_out_template"]]
+    lands = {
+        "its first seed": (row["template"], row["seed"]),
+        "its next seed": (row["template"], row["seed"] + len(first)),
+        "the next template": (rotation[(rotation.index(row["template"]) + 1) % len(rotation)], row["seed"]),
+    }[expected]
+    plans = [plan_test(train, hashes) for _ in range(2)]
+    spots = [[(r["id"], r["seed"]) for r in rows] for rows in (plans[0], first)]
+    moved = {i for i, (got, was) in enumerate(zip(*spots)) if got != was}
+    like_row = {i for i, r in enumerate(first) if (r["template"], r["difficulty"]) == fixed}
+    assert ((plans[0][0]["template"], plans[0][0]["seed"]), moved, plans[0] == plans[1]) == (
+        lands, ({0} if repeat else set()) | like_row, True)
+
+
+@pytest.mark.parametrize(
+    "what, values",
+    [
+        ("ids", lambda row: {row["id"]}),
+        ("seeds", lambda row: {row["seed"]}),
+        ("instructions", lambda row: {row["instruction_sha256"]}),
+        ("input files", lambda row: set(row["input_sha256"].values())),
+    ],
+)
+def test_splits_are_disjoint(what, values):
+    train, test = (set().union(*map(values, rows)) for rows in (TRAIN, TEST))
+    assert (len(TRAIN), len(TEST), bool(train), bool(test), train & test) == (1000, 250, True, True, set())
+
+
+def test_each_test_task_asks_its_own_question():
+    instructions = [row["instruction_sha256"] for row in TEST]
+    assert (len(instructions), len(set(instructions))) == (250, 250)
+
+
+@pytest.mark.parametrize(
+    "version, refused",
+    [
+        (None, True),               # version 1 had no version field
+        (1, True),
+        (MANIFEST_VERSION, False),
+    ],
+)
+def test_a_manifest_of_another_version_is_refused(tmp_path, version, refused):
+    manifest = {"split": "test", "tasks": TEST[:1]} | ({} if version is None else {"version": version})
+    (tmp_path / "test.json").write_text(json.dumps(manifest))
+    if refused:
+        with pytest.raises(ValueError, match="Regenerate it with multiharness.tasks.build.write_manifests"):
+            load_manifest("test", tmp_path)
+    else:
+        assert load_manifest("test", tmp_path) == TEST[:1]
 
 
 def test_held_out_templates_only_in_test_about_a_fifth():

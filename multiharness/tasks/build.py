@@ -7,11 +7,17 @@ each task from its (template, difficulty, seed), writes it under `<out>/<split>/
 raises `TaskHashMismatch`, naming the task and the file, when a byte differs from the manifest.
 `verify_tasks` checks a built tree: hashes against the manifests, no gold where the agent can
 see it, and every reference solution graded 1 by the task's own gold.
+Each manifest records its `version`; `load_manifest` refuses any but `MANIFEST_VERSION`, so
+a split planned by older rules is rebuilt, not silently used.
 
 Splits: train has 1,000 tasks (300 easy, 400 medium, 300 hard), test 250 (33 easy, 118
 medium, 99 hard, the tier mix of SmolDataEnvs-harbor-test). Within a tier, templates take
 turns, so each is about equally common. A fifth of each test tier comes from the
 `HELD_OUT_TEMPLATES`, which never appear in train; train and test seeds do not overlap.
+Test is held out by content too, as SmolDataEnvs keeps its splits apart by instruction hash:
+no test task shares its instruction.md or any input file (by sha256) with a train task, and no
+two test tasks share an instruction (`plan_test` moves a repeat on to its next seed). Train
+may repeat an instruction over other data; that is more practice, not a leak.
 
 After changing a template or a table generator, regenerate the manifests (and commit them):
 
@@ -35,6 +41,7 @@ import re
 import shutil
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,10 +58,12 @@ __all__ = [
     "SPLITS",
     "SPLIT_SIZES",
     "HELD_OUT_SHARE",
+    "MANIFEST_VERSION",
     "TaskHashMismatch",
     "VerifyFailure",
     "VerifyReport",
     "plan_split",
+    "plan_test",
     "load_manifest",
     "build_task",
     "build_split",
@@ -78,6 +87,11 @@ HELD_OUT_SHARE = 0.2
 """Share of each test tier drawn from templates never seen in training."""
 
 _SEED_BASE = {"train": 1_000, "test": 900_000}  # disjoint seed ranges: train 1000.., test 900000..
+
+_MAX_RESEEDS = 50  # a question with parameters needed at most 7 seeds to become new; one without never does
+
+MANIFEST_VERSION = 2
+"""Version 2: test shares no instruction and no input file with train, nor an instruction within itself."""
 
 # Pinned so that the container computes with what the reference solutions were checked with,
 # and grades with what the host grades with (math-verify: the grader's symbolic rung).
@@ -163,42 +177,96 @@ class TaskHashMismatch(Exception):
 
 
 def plan_split(split: str) -> list[dict]:
-    """The rows of a split before hashing: id, template, difficulty, answer_type, seed, held_out_template."""
+    """The rows of a split before hashing: id, template, difficulty, answer_type, seed, held_out_template.
+
+    Test rows carry their first-choice seeds; `plan_test` moves those that repeat a task on.
+    """
     if split not in SPLITS:
         raise ValueError(f"Unknown split {split!r}. Expected one of {list(SPLITS)}.")
-    seen = [name for name in TEMPLATES if name not in HELD_OUT_TEMPLATES]
     drawn = []
     for tier, count in SPLIT_SIZES[split].items():
-        eligible = [name for name in seen if tier in TEMPLATES[name].tiers]
-        held_out = [name for name in HELD_OUT_TEMPLATES if tier in TEMPLATES[name].tiers]
         n_held = round(count * HELD_OUT_SHARE) if split == "test" else 0
+        held_out, seen = _rotation(tier, held_out=True), _rotation(tier, held_out=False)
         drawn += [(held_out[i % len(held_out)], tier) for i in range(n_held)]
-        drawn += [(eligible[i % len(eligible)], tier) for i in range(count - n_held)]
+        drawn += [(seen[i % len(seen)], tier) for i in range(count - n_held)]
     random.Random(f"plan/{split}").shuffle(drawn)  # mixed order: the first N tasks are a fair sample
-    return [
-        {
-            "id": f"{split}-{i:04d}-{name.replace('_', '-')}",
-            "template": name,
-            "difficulty": tier,
-            "answer_type": TEMPLATES[name].answer_type,
-            "seed": _SEED_BASE[split] + i,
-            "held_out_template": name in HELD_OUT_TEMPLATES,
-        }
-        for i, (name, tier) in enumerate(drawn)
-    ]
+    return [_row(split, i, name, tier) for i, (name, tier) in enumerate(drawn)]
+
+
+def plan_test(train: list[dict], hashes: Callable[[dict], dict]) -> list[dict]:
+    """The test rows with their hashes, disjoint from `train` by instruction and by every input file.
+
+    `hashes(row)` builds a row and returns its hash fields (what `build_task` returns). Rows go
+    in order; one whose instruction.md or any input file hashes like a train task's, or like an
+    earlier test task's, moves on to its next seed (seed + 250, so seeds stay unique). Repeats
+    within test count too, so that a score over the split counts distinct instructions, not
+    copies of one. A template whose question takes no parameters (one instruction per file
+    format) cannot give a new one: after `_MAX_RESEEDS` seeds the row moves on to the next
+    template of its tier's rotation, staying seen or held out.
+    """
+    instructions = {row["instruction_sha256"] for row in train}
+    inputs = {digest for row in train for digest in row["input_sha256"].values()}
+    planned = []
+    for i, row in enumerate(plan_split("test")):
+        for candidate in _candidates(i, row):
+            candidate |= hashes(candidate)
+            files = set(candidate["input_sha256"].values())
+            if candidate["instruction_sha256"] not in instructions and not files & inputs:
+                break
+        else:
+            raise RuntimeError(f"No template of the {row['difficulty']} tier gives {row['id']} a task new to both "
+                               f"splits in {_MAX_RESEEDS} seeds; its templates need more parameters.")
+        instructions.add(candidate["instruction_sha256"])
+        inputs |= files
+        planned.append(candidate)
+    return planned
+
+
+def _rotation(tier: str, held_out: bool) -> list[str]:
+    """The templates that take turns in a tier: the held-out ones, or those seen in training."""
+    return [name for name in TEMPLATES if tier in TEMPLATES[name].tiers and (name in HELD_OUT_TEMPLATES) == held_out]
+
+
+def _row(split: str, i: int, name: str, tier: str, reseed: int = 0) -> dict:
+    return {
+        "id": f"{split}-{i:04d}-{name.replace('_', '-')}",
+        "template": name,
+        "difficulty": tier,
+        "answer_type": TEMPLATES[name].answer_type,
+        "seed": _SEED_BASE[split] + i + reseed * sum(SPLIT_SIZES[split].values()),
+        "held_out_template": name in HELD_OUT_TEMPLATES,
+    }
+
+
+def _candidates(i: int, row: dict) -> Iterator[dict]:
+    """Test row `i` at its next seeds, then at the next templates of its rotation."""
+    rotation = _rotation(row["difficulty"], row["held_out_template"])
+    start = rotation.index(row["template"])
+    for name in rotation[start:] + rotation[:start]:
+        for reseed in range(_MAX_RESEEDS):
+            yield _row("test", i, name, row["difficulty"], reseed)
 
 
 def load_manifest(split: str, data_dir: Path = DATA_DIR) -> list[dict]:
-    """The committed rows of a split (`data/<split>.json`)."""
+    """The committed rows of a split (`data/<split>.json`), refusing a manifest of another version."""
     path = Path(data_dir) / f"{split}.json"
     try:
-        return json.loads(path.read_text(encoding="utf-8"))["tasks"]
+        manifest = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError as error:
         raise FileNotFoundError(f"No manifest {path}. Regenerate it with multiharness.tasks.build.write_manifests().") from error
+    version = manifest.get("version", 1)  # version 1 had no field
+    if version != MANIFEST_VERSION:
+        raise ValueError(
+            f"{path} is manifest version {version}, but this code reads version {MANIFEST_VERSION}. Regenerate it "
+            f"with multiharness.tasks.build.write_manifests() (or take data/*.json from the repository), then "
+            f"rebuild the tasks: python -m multiharness tasks build --split all."
+        )
+    return manifest["tasks"]
 
 
 def _write_manifest(path: Path, split: str, rows: list[dict]) -> None:
     header = {
+        "version": MANIFEST_VERSION,
         "split": split,
         "description": f"multiharness generated data-analysis tasks, {split} split; build with "
                        f"`python -m multiharness tasks build --split {split}`",
@@ -367,13 +435,17 @@ def _hash_job(job: tuple[dict, Path]) -> dict:
 
 
 def write_manifests(data_dir: Path = DATA_DIR, *, workers: int | None = None) -> dict[str, list[dict]]:
-    """Plan both splits, build every task in a scratch folder, and write `data/<split>.json`."""
-    manifests = {}
+    """Plan both splits, build every task in a scratch folder, and write `data/<split>.json`.
+
+    Test is planned after train, task by task (`plan_test` needs each candidate's hashes).
+    """
     with tempfile.TemporaryDirectory(prefix="multiharness-manifest-") as scratch, _pool(workers) as pool:
-        for split in SPLITS:
-            jobs = [(row, Path(scratch) / split / row["id"]) for row in plan_split(split)]
-            manifests[split] = list(pool.map(_hash_job, jobs, chunksize=16))
-            _write_manifest(Path(data_dir) / f"{split}.json", split, manifests[split])
+        jobs = [(row, Path(scratch) / "train" / row["id"]) for row in plan_split("train")]
+        train = list(pool.map(_hash_job, jobs, chunksize=16))
+        test = plan_test(train, lambda row: build_task(row, Path(scratch) / "test" / row["id"]))
+    manifests = {"train": train, "test": test}
+    for split, rows in manifests.items():
+        _write_manifest(Path(data_dir) / f"{split}.json", split, rows)
     return manifests
 
 
