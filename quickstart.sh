@@ -4,30 +4,35 @@
 # measure again, and print a before/after table. Each line is a command you can run alone;
 # the `quickstart` presets in train/ are sized for the time budget. The longer CPU run in
 # RESULTS.md is the same job with the `cpu` presets and a larger test sample:
-#   PRESET=cpu EVAL_TASKS="--per-group 6" OUT=outputs/long ./quickstart.sh
+#   PRESET=cpu EVAL_TASKS="--per-group 26 --difficulties easy,medium" OUT=outputs/long ./quickstart.sh
 set -euo pipefail
 cd "$(dirname "$0")"
 PY=.venv/bin/python
 PRESET=${PRESET:-quickstart}
 OUT=${OUT:-outputs/quickstart}
-EVAL="eval/whitebox.py ${EVAL_TASKS:---limit 6} --samples 2 --temperature 1.0"
+# Greedy pass@1 in the whitebox loop on held-out test tasks, the same tasks for every model.
+EVAL="eval/evaluate.py --loops whitebox ${EVAL_TASKS:---per-group 8 --difficulties easy,medium} --concurrency 4"
 export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 stage() { echo "== $1 (${SECONDS} s elapsed)"; }
+# Exit status 2 is "some pair was not graded" (its summary says which): the job goes on, a crash does not.
+evaluate() { $PY $EVAL "$@" || [ $? -eq 2 ]; }
 
 stage "1/6 build the task splits (deterministic, checked against data/*.json)"
 $PY -m multiharness tasks build
 stage "2/6 measure the base model"
-$PY $EVAL --output "$OUT/eval-base.json"
+evaluate --output "$OUT/eval-base"
 stage "3/6 SFT warm start on expert trajectories"
 $PY train/sft.py --preset "$PRESET" --output "$OUT/sft"
 stage "4/6 measure the SFT model"
-$PY $EVAL --model "$OUT/sft" --output "$OUT/eval-sft.json"
+rm -rf "$OUT/eval-sft"  # the model was just retrained: an earlier evaluation of it is another policy's
+evaluate --model "$OUT/sft" --output "$OUT/eval-sft"
 stage "5/6 GRPO in the whitebox loop, starting from SFT"
 $PY train/whitebox.py --preset "$PRESET" --model "$OUT/sft" --output "$OUT/grpo"
 stage "6/6 measure the GRPO model"
-$PY $EVAL --model "$OUT/grpo" --output "$OUT/eval-grpo.json"
+rm -rf "$OUT/eval-grpo"
+evaluate --model "$OUT/grpo" --output "$OUT/eval-grpo"
 stage "done"
 
-$PY eval/report.py base="$OUT/eval-base.json" sft="$OUT/eval-sft.json" grpo="$OUT/eval-grpo.json" \
+$PY eval/report.py base="$OUT/eval-base" sft="$OUT/eval-sft" grpo="$OUT/eval-grpo" \
     --run "$OUT/grpo" --png "$OUT/learning_curve.png"
 echo "checkpoint: $OUT/grpo   Trackio logs: $OUT/grpo/trackio (view: TRACKIO_DIR=$OUT/grpo/trackio .venv/bin/trackio show)"

@@ -1,61 +1,103 @@
 # Copyright 2026 The multiharness authors. Licensed under the Apache License, Version 2.0 (LICENSE).
-"""Compare evaluation reports side by side and draw the GRPO learning curve.
+"""Compare evaluations side by side, test each step's difference, and draw the GRPO learning curve.
 
-    python eval/report.py base=outputs/eval-base.json sft=outputs/eval-sft.json \
-        grpo=outputs/eval-grpo.json --run outputs/whitebox --png outputs/learning_curve.png
+    python eval/report.py base=outputs/quickstart/eval-base sft=outputs/quickstart/eval-sft \\
+        grpo=outputs/quickstart/eval-grpo --run outputs/quickstart/grpo --png outputs/quickstart/learning_curve.png
 
-Prints one row per metric and one column per report, exactly as measured, then where the
-curve was saved. The curve is the mean training reward per GRPO step and the share of groups
-whose rewards were all equal (no gradient), read from the `trainer_state.json` the trainer writes.
+Each NAME=DIR is a folder written by eval/evaluate.py. Prints one column per evaluation: pass@1
+with its Wilson 95% interval per loop, tier and seen/unseen template, then mean reward, tool
+calls and coverage, exactly as measured; then, for each evaluation against the one before it,
+the difference in pass@1 over the pairs both graded and McNemar's exact p-value (the paired
+test: the same tasks, so only the tasks whose outcome changed carry evidence). `--markdown`
+prints the same as a Markdown table.
 """
 
 import argparse
 import json
 from pathlib import Path
 
+from multiharness.evaluation import paired_comparison
 from multiharness.learning_curve import learning_curve
 
-ROWS = [
-    ("pass@1 greedy", "greedy", "pass_at_1"),
-    ("pass@1 sampled", "sampled", "pass_at_1"),
-    ("mean reward (sampled)", "sampled", "mean_reward"),
-    ("mean tool calls (sampled)", "sampled", "mean_tool_calls"),
-    ("well-formed calls (sampled)", "sampled", "well_formed_share"),
-    ("groups with zero reward spread", "sampled", "zero_spread_share"),
-    ("graded share (sampled)", "sampled", "coverage"),
-    ("not graded (sampled)", "sampled", "not_graded"),
-]
+
+def load(folder: Path) -> tuple[dict, list[dict]]:
+    """An evaluation's summary and its pair records."""
+    summary = json.loads((folder / "summary.json").read_text())
+    records = [json.loads(p.read_text()) for p in sorted((folder / "pairs").glob("*.json"))]
+    return summary, records
 
 
-def group_rows(reports: dict[str, dict]) -> list[tuple[str, str, str]]:
-    """pass@1 per tier and seen/unseen templates, for the groups any report has."""
-    rows = []
-    for section, kind in (("greedy_by_group", "greedy"), ("sampled_by_group", "sampled")):
-        groups = sorted({g for r in reports.values() for g in r.get(section, {})})
-        rows += [(f"pass@1 {kind}, {g}", section, g) for g in groups]
-    return rows
+def _rate(group: dict | None) -> str:
+    if not group or group["pass_at_1"] is None:
+        return "-"
+    low, high = group["pass_at_1_interval"]
+    return f"{group['pass_at_1']:.2f} [{low:.2f}, {high:.2f}]"
 
 
-def table(reports: dict[str, dict]) -> str:
-    names = list(reports)
-    lines = [f"{'':<44}" + "".join(f"{n:>10}" for n in names)]
-    for label, section, key in ROWS + group_rows(reports):
-        values = [reports[n].get(section, {}).get(key) for n in names]
-        lines.append(f"{label:<44}" + "".join(f"{'-' if v is None else format(v, '.2f'):>10}" for v in values))
-    return "\n".join(lines)
+def _number(value, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def rows(summaries: dict[str, dict]) -> list[tuple[str, list[str]]]:
+    """(label, one cell per evaluation) for every metric and every group any evaluation has."""
+    def groups(section: str) -> list[str]:
+        return list(dict.fromkeys(g for s in summaries.values() for g in s[section]))
+
+    table = [("pass@1", [_rate(s) for s in summaries.values()])]
+    for section, label in (("by_loop", "loop"), ("by_tier", "tier"), ("by_template", "")):
+        for group in groups(section):
+            name = f"pass@1, {label} {group}" if label else f"pass@1, {group}"
+            table.append((name, [_rate(s[section].get(group)) for s in summaries.values()]))
+    table += [
+        ("graded / expected", [f"{s['graded']}/{s['expected']}" for s in summaries.values()]),
+        ("mean reward", [_number(s["mean_reward"], 3) for s in summaries.values()]),
+        ("mean tool calls", [_number(s["mean_tool_calls"]) for s in summaries.values()]),
+        ("mean prompt tokens", [_number(s["mean_prompt_tokens"], 0) for s in summaries.values()]),
+    ]
+    return table
+
+
+def comparisons(evaluations: dict[str, tuple[dict, list[dict]]]) -> list[str]:
+    """Each evaluation against the one before it: paired difference in pass@1 and McNemar's p."""
+    lines, names = [], list(evaluations)
+    for before, after in zip(names, names[1:]):
+        test = paired_comparison(evaluations[before][1], evaluations[after][1])
+        if not test["pairs"]:
+            lines.append(f"{after} vs {before}: no pair graded in both")
+            continue
+        lines.append(
+            f"{after} vs {before}: pass@1 {test['after']:.2f} vs {test['before']:.2f} over the {test['pairs']} pairs "
+            f"both graded ({test['difference']:+.2f}, {test['difference'] * test['pairs']:+.0f} tasks); "
+            f"{test['only_after']} solved only by {after}, {test['only_before']} only by {before}; "
+            f"McNemar exact p = {test['p_value']:.3g}"
+        )
+    return lines
+
+
+def render(table: list[tuple[str, list[str]]], names: list[str], markdown: bool) -> str:
+    if markdown:
+        lines = ["| | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
+        return "\n".join(lines + [f"| {label} | " + " | ".join(cells) + " |" for label, cells in table])
+    width = max(len(c) for _, cells in table for c in cells) + 2
+    lines = [f"{'':<44}" + "".join(f"{n:>{width}}" for n in names)]
+    return "\n".join(lines + [f"{label:<44}" + "".join(f"{c:>{width}}" for c in cells) for label, cells in table])
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("reports", nargs="+", help="NAME=PATH of reports written by eval/whitebox.py")
+    parser.add_argument("evaluations", nargs="+", help="NAME=DIR of folders written by eval/evaluate.py")
+    parser.add_argument("--markdown", action="store_true", help="print Markdown tables")
     parser.add_argument("--run", type=Path, help="a GRPO output folder, for the learning curve")
     parser.add_argument("--png", type=Path, help="where to save the learning curve")
     args = parser.parse_args()
-    reports = {}
-    for item in args.reports:
-        name, _, path = item.partition("=")
-        reports[name] = json.loads(Path(path).read_text())
-    print(table(reports))
+    evaluations = {}
+    for item in args.evaluations:
+        name, _, folder = item.partition("=")
+        evaluations[name] = load(Path(folder))
+    summaries = {name: summary for name, (summary, _) in evaluations.items()}
+    print(render(rows(summaries), list(summaries), args.markdown))
+    for line in comparisons(evaluations):
+        print(f"\n{line}" if args.markdown else line)
     if args.run and args.png:
         saved = learning_curve(args.run, args.png)
         print(f"learning curve: {saved}" if saved else f"no trainer_state.json under {args.run}: no curve")

@@ -20,8 +20,8 @@ huggingface_hub's jobs API (`HfApi.run_job`); it needs a token with write access
 
     python jobs/hf_job.py train --script train/opencode.py --flavor h200x2 --bucket my-org/multiharness-runs
     python jobs/hf_job.py train --script train/whitebox.py --bucket my-org/multiharness-runs -- --steps 200
-    python jobs/hf_job.py eval --script eval/whitebox.py --bucket my-org/multiharness-runs \\
-        --model /bucket/train-opencode-20260101-120000/output -- --per-group 6
+    python jobs/hf_job.py eval --script eval/evaluate.py --bucket my-org/multiharness-runs \\
+        --model /bucket/train-opencode-20260101-120000/output -- --tasks 100 --concurrency 8
     python jobs/hf_job.py train --script train/harbor.py --bucket my-org/multiharness-runs --submit
 
 Then: `hf jobs logs JOB_ID` for the log, `hf buckets ls my-org/multiharness-runs/RUN/output` for
@@ -47,7 +47,7 @@ MOUNT = "/bucket"  # where the bucket appears inside the job
 WORKDIR = "/workspace"  # the source is copied off the bucket mount: installs write .venv and .tools beside it
 FLAVORS = {"train": "h200x2", "eval": "cpu-upgrade"}
 """Default hardware. train: two GPUs, and a 2B model's full fine-tune with AdamW needs ~32 GB before
-activations, too much for 24 GB cards. eval: eval/whitebox.py runs the model on CPU (8 vCPU, 32 GB)."""
+activations, too much for 24 GB cards. eval: eval/evaluate.py runs the model on CPU (8 vCPU, 32 GB), in every loop."""
 TIMEOUTS = {"train": "24h", "eval": "4h"}  # a Job without a timeout is stopped after 30 minutes
 DEFAULT_MODEL = "Qwen/Qwen3.5-2B"  # the gpu presets' model (train/whitebox.py, multiharness/blackbox.py)
 SECRETS = ("HF_TOKEN",)  # the job's own Hub access: Trackio Spaces (--space-id), private or gated models
@@ -58,7 +58,7 @@ TRAIN_SCRIPTS = {
     "train/opencode.py": ("--preset", "gpu", "--engine", "vllm"),
     "train/harbor.py": ("--preset", "gpu", "--engine", "vllm"),
 }
-EVAL_SCRIPTS = {"eval/whitebox.py": ()}
+EVAL_SCRIPTS = {"eval/evaluate.py": ()}
 SET_HERE = {"train": ("--output", "--model", "--vllm-server"), "eval": ("--output", "--model")}
 """Script flags this file sets: the outputs go to the bucket, the model is this file's --model."""
 
@@ -202,7 +202,7 @@ def plan_job(kind: str, script: str, *, bucket: str, flavor: str | None = None, 
     else:
         env = {"PIP_EXTRA_INDEX_URL": "https://download.pytorch.org/whl/cpu"}  # CPU torch, not PyPI's 3 GB CUDA build
         chosen = ["--model", model] if model else []  # without it, the script's default model
-        launch = f".venv/bin/python {script} " + shlex.join([*chosen, *script_args, "--output", f"{output}/report.json"])
+        launch = f".venv/bin/python {script} " + shlex.join([*chosen, *script_args, "--output", f"{output}/eval"])
     return JobPlan(kind=kind, run=run, bucket=bucket, flavor=flavor, timeout=timeout or TIMEOUTS[kind],
                    script_lines=[*setup, launch], env=env, secrets=list(dict.fromkeys([*SECRETS, *secrets])),
                    source=source_files())

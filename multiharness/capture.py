@@ -116,22 +116,27 @@ class CaptureProxy:
         max_tokens: int | None = None,
         max_model_calls: int | None = None,
         wall_time_s: float | None = None,
+        purpose: str = "train",
         **metadata,
     ) -> str:
         """Mint a capture session and return its key (the harness's API key).
 
         `sampling` is OpenEnv's training policy (`{"temperature": T}`, optionally with the
         no-op `top_p=1.0` etc. that TRL's `training_sampling` adds); default temperature 1.
-        `max_tokens` caps each call's output (the proxy-wide cap still applies). Budgets default
-        to the proxy's. `metadata` (task, harness, ...) is stored on the session.
+        `purpose="eval"` pins it as an evaluation policy instead: greedy (temperature 0) is
+        allowed, and the session gives no training trace. `max_tokens` caps each call's output
+        (the proxy-wide cap still applies). Budgets default to the proxy's. `metadata` (task,
+        harness, ...) is stored on the session.
         """
+        if purpose not in ("train", "eval"):
+            raise ValueError(f"purpose must be 'train' or 'eval', got {purpose!r}")
         policy = dict(sampling) if sampling is not None else {"temperature": DEFAULT_TEMPERATURE}
         calls = self.max_model_calls if max_model_calls is None else max_model_calls
         if max_tokens is not None:
             metadata["max_output_tokens"] = int(max_tokens)
         registry = self._server.registry
         try:
-            if self.capture_level == "tokens":
+            if self.capture_level == "tokens" and purpose == "train":
                 session = registry.create(
                     None,
                     capture_level=self.capture_level,
@@ -141,8 +146,8 @@ class CaptureProxy:
                     **metadata,
                 )
             else:
-                # An eval session: OpenEnv applies no training policy below "tokens", so the
-                # temperature is pinned as an evaluation policy instead.
+                # An eval session (asked for, or below "tokens", where OpenEnv applies no
+                # training policy): the temperature is pinned as an evaluation policy instead.
                 session = registry.create(
                     None,
                     capture_level=self.capture_level,
@@ -161,6 +166,14 @@ class CaptureProxy:
     def model_calls(self, key: str) -> int:
         """Model calls forwarded to the engine for this session (budget stops not included)."""
         return self._session(key).model_calls
+
+    def token_counts(self, key: str) -> tuple[int, int] | None:
+        """(prompt tokens, sampled tokens) over the session's model calls, from the engine's token
+        ids; None when the engine returned none (below "tokens")."""
+        nodes = self._session(key).graph.nodes()
+        if not nodes or not all(n.prompt_ids for n in nodes):
+            return None
+        return sum(len(n.prompt_ids) for n in nodes), sum(len(n.sampled_ids) for n in nodes)
 
     def upstream_errors(self, key: str) -> int:
         """Calls of this session that failed to reach the engine (a dead engine shows here)."""

@@ -10,7 +10,7 @@ Spaces all end an episode the same way:
   elsewhere (Harbor's verifier, which runs the task's own copy of the grader).
 - `failed(task_id, boundary, error)` is an episode that ended at a boundary before it could be
   graded: reward None, never 0, so that GRPO leaves it out of its group.
-- `FailureBudget` counts outcomes, shows a tqdm bar with the mean reward and the failures, and
+- `FailureBudget` counts outcomes, shows a tqdm bar with the pass rate, the mean reward and the failures, and
   stops the run (`FailureBudgetExceeded`, naming the boundary and the last error) once the share
   of ungraded episodes passes its limit, as ART's `max_exceptions` does: a run whose sandbox or
   engine is down must stop, not take all its steps on None.
@@ -148,6 +148,7 @@ class FailureBudget:
         self.failures: list[Outcome] = []
         """The ungraded ones among them."""
         self._reward_sum = 0.0
+        self._solved = 0
         self._lock = threading.Lock()
         self._bar = None
         if progress:
@@ -161,6 +162,12 @@ class FailureBudget:
         graded = len(self.outcomes) - len(self.failures)
         return self._reward_sum / graded if graded else None
 
+    @property
+    def pass_rate(self) -> float | None:
+        """Share of the graded episodes answered right; None when none was graded."""
+        graded = len(self.outcomes) - len(self.failures)
+        return self._solved / graded if graded else None
+
     def record(self, outcome: Outcome) -> Outcome:
         """Count `outcome` and return it; raise FailureBudgetExceeded once the budget is spent."""
         with self._lock:
@@ -170,10 +177,12 @@ class FailureBudget:
                 logger.warning("%s not graded (%s): %s", outcome.task_id, outcome.boundary, outcome.error)
             else:
                 self._reward_sum += outcome.reward
+                self._solved += outcome.correctness
             failures, recorded = self.failures, len(self.outcomes)
             if self._bar is not None:
-                mean = self.mean_reward
-                self._bar.set_postfix(reward="-" if mean is None else f"{mean:.3f}", failed=len(failures), refresh=False)
+                mean, rate = self.mean_reward, self.pass_rate
+                self._bar.set_postfix(passed="-" if rate is None else f"{rate:.2f}",
+                                      reward="-" if mean is None else f"{mean:.3f}", failed=len(failures), refresh=False)
                 self._bar.update(1)
             if recorded >= self.min_episodes and len(failures) > self.max_failure_share * recorded:
                 last = failures[-1]

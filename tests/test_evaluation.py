@@ -1,13 +1,41 @@
-"""Whitebox evaluation: the tool loop outside the trainer, and the metrics of its report."""
+"""The evaluator: pairs, resume, identity guard, intervals, savings, the paired test, the matrix."""
 
+import importlib.util
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-from multiharness import evaluation
-from multiharness.episode import Outcome, failed
-from multiharness.evaluation import Episode, _report, evaluate, select_by_group, select_tasks, task_group
-from multiharness.tasks import run_reference_solution
+from multiharness import whitebox
+from multiharness.endpoint import open_endpoint
+from multiharness.evaluation import (
+    Evaluation,
+    IdentityMismatch,
+    Pair,
+    paired_comparison,
+    select_by_group,
+    select_tasks,
+    summarize,
+    task_group,
+    tool_call_savings,
+    whitebox_episode,
+    wilson_interval,
+)
+from multiharness.paths import DEFAULT_MODEL_DIR
+from multiharness.sandbox import SandboxError
+from multiharness.tasks import load_task
+from multiharness.tasks.build import build_task, load_manifest
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+
+
+def _load_script(relative: str):
+    spec = importlib.util.spec_from_file_location(Path(relative).stem + "_script", PROJECT_ROOT / relative)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.fixture(scope="module")
@@ -15,70 +43,68 @@ def task(easy_test_task):
     return easy_test_task
 
 
-def _scripted_replies(tokenizer, replies):
-    """Stands in for generation: each call returns the next scripted assistant turn's tokens."""
-    turns = iter(replies)
-
-    def generate(model, tok, conversations, tools, **kwargs):
-        completion = tokenizer(next(turns) + "<|im_end|>", add_special_tokens=False)["input_ids"]
-        prompts = [tok.apply_chat_template(c, tools=tools, add_generation_prompt=True, return_dict=False) for c in conversations]
-        return [(prompt, completion) for prompt in prompts]
-
-    return generate
+@pytest.fixture(scope="module")
+def two_tasks(tmp_path_factory):
+    """The first two tasks of the sorted test split, built from the manifest (what `--tasks 2` picks)."""
+    root = tmp_path_factory.mktemp("test-split")
+    for row in sorted(load_manifest("test"), key=lambda r: r["id"])[:2]:
+        build_task(row, root / row["id"])
+    return root
 
 
-def test_a_model_that_submits_the_right_answer_passes(task, tiny, monkeypatch):
-    model, tokenizer = tiny
-    answer = run_reference_solution(task)
-    replies = [
-        '<tool_call>\n{"name": "ls", "arguments": {"path": "/home/user/input"}}\n</tool_call>',
-        '<tool_call>\n' + json.dumps({"name": "submit_solution", "arguments": {"answer": answer}}) + '\n</tool_call>',
-    ]
-    monkeypatch.setattr(evaluation, "_generate", _scripted_replies(tokenizer, replies))
-    report = evaluate(model, tokenizer, [str(task.path)], max_turns=4)
-    # ls runs in the sandbox (its listing is the next tool message), submit ends the episode.
-    # ls is the one tool call: the answer (submit_solution) is not one.
-    outcome = report.episodes[0].outcome
-    assert (report.pass_at_1, outcome.tool_calls, outcome.reward) == (1.0, 1, pytest.approx(1.09375))
+def _record(task_id="t", loop="whitebox", sample=0, correctness=1, tool_calls=2, unseen=False, tier="easy"):
+    return {"task_id": task_id, "loop": loop, "sample": sample, "tier": tier, "template": "x",
+            "unseen_template": unseen, "correctness": correctness, "reward": None if correctness is None else float(correctness),
+            "tool_calls": tool_calls, "boundary": None if correctness is not None else "sandbox", "seconds": 1.0}
 
 
-def test_a_malformed_call_counts_against_well_formed_share(task, tiny, monkeypatch):
-    model, tokenizer = tiny
-    monkeypatch.setattr(evaluation, "_generate", _scripted_replies(tokenizer, ['<tool_call>\n{"name": bash\n</tool_call>']))
-    report = evaluate(model, tokenizer, [str(task.path)], max_turns=2)
-    assert (report.well_formed_share, report.pass_at_1, report.episodes[0].malformed_turns) == (0.0, 0, 1)
+# ---- aggregation -------------------------------------------------------------------------------
 
 
-def test_a_real_tiny_model_runs_the_loop(task, tiny):
-    # Random weights: nothing useful comes out, but generation, parsing and grading all run.
-    model, tokenizer = tiny
-    report = evaluate(model, tokenizer, [str(task.path)], temperature=1.0, samples_per_task=2, max_new_tokens=8)
-    assert len(report.episodes) == 2 and (report.not_graded, report.coverage, report.zero_spread_share) == (0, 1.0, 1.0)
-
-
-@pytest.mark.parametrize(
-    "rewards, samples, expected_zero_spread",
-    [
-        ([1.0, 0.0, 0.0, 0.0], 2, 0.5),  # first group mixed, second all zero
-        ([1.0, 1.0, 1.0, 1.0], 2, 1.0),  # saturated: no GRPO signal anywhere
-        ([None, 0.0, 1.0, 0.0], 2, 0.0),  # a group with an ungraded episode is left out
-    ],
-)
-def test_zero_spread_share_counts_groups_without_signal(rewards, samples, expected_zero_spread):
-    episodes = [Episode(f"t{i // samples}", _outcome(r), 1, 0) for i, r in enumerate(rewards)]
-    assert _report(episodes, samples).zero_spread_share == expected_zero_spread
-
-
-def _outcome(reward: float | None) -> Outcome:
-    if reward is None:
-        return failed("t", "sandbox", "bwrap: cannot create namespace", tool_calls=1)
-    return Outcome("t", int(reward > 0), reward, 1)
+@pytest.mark.parametrize("successes, n, expected", [
+    (0, 10, (0.0, 0.2775)),  # never empty at 0 successes, unlike the normal approximation
+    (5, 10, (0.2366, 0.7634)),
+    (20, 20, (0.8389, 1.0)),
+])
+def test_wilson_interval_matches_the_textbook_values(successes, n, expected):
+    low, high = wilson_interval(successes, n)
+    assert (round(low, 4), round(high, 4)) == expected
 
 
 def test_nothing_graded_reports_none_not_zero():
-    report = _report([Episode("t", _outcome(None), 0, 0)] * 2, samples_per_task=2)
-    assert (report.pass_at_1, report.mean_reward, report.mean_tool_calls, report.coverage, report.not_graded) == (
-        None, None, None, 0.0, 2)
+    summary = summarize([_record(correctness=None), _record(task_id="u", correctness=None)])
+    assert (summary["pass_at_1"], summary["pass_at_1_interval"], summary["mean_reward"], summary["coverage"]) == (
+        None, None, None, 0.0)
+    assert summary["not_graded_by_boundary"] == {"sandbox": 2}
+
+
+def test_summary_groups_by_loop_tier_and_template():
+    records = [_record("a", "whitebox", correctness=1), _record("a", "codex", correctness=0, tool_calls=None),
+               _record("b", "whitebox", correctness=0, unseen=True, tier="medium"),
+               _record("b", "codex", correctness=None, unseen=True, tier="medium")]
+    summary = summarize(records)
+    assert (summary["expected"], summary["graded"], summary["coverage"], summary["pass_at_1"]) == (4, 3, 0.75, 1 / 3)
+    assert list(summary["by_loop"]) == ["whitebox", "codex"]  # the evaluation's order of loops
+    assert summary["by_loop"]["codex"]["graded"] == 1 and summary["by_loop"]["codex"]["tool_count_coverage"] == 0.0
+    assert summary["by_tier"]["medium"]["pass_at_1"] == 0.0
+    assert summary["by_template"]["unseen templates"]["coverage"] == 0.5
+    assert summary["by_loop_and_template"]["whitebox, seen templates"]["pass_at_1"] == 1.0
+
+
+def test_tool_call_savings_count_only_pairs_both_solved():
+    baseline = [_record("a", tool_calls=4), _record("b", tool_calls=6), _record("c", correctness=0, tool_calls=9)]
+    current = [_record("a", tool_calls=2), _record("b", correctness=0, tool_calls=1), _record("c", tool_calls=1)]
+    savings = tool_call_savings(baseline, current)
+    assert (savings["pairs"], savings["baseline_mean"], savings["mean"], savings["saving"]) == (1, 4, 2, 0.5)
+
+
+def test_paired_comparison_is_mcnemars_exact_test():
+    before = [_record(str(i), correctness=0) for i in range(10)]
+    after = [_record(str(i), correctness=int(i < 6)) for i in range(10)]
+    test = paired_comparison(before, after)
+    # 6 discordant pairs, all one way: p = 2 · 0.5^6.
+    assert (test["pairs"], test["difference"], test["only_after"], test["p_value"]) == (10, 0.6, 6, 0.03125)
+    assert paired_comparison(after, after)["p_value"] == 1.0
 
 
 def test_select_tasks_round_robins_over_templates(task):
@@ -100,3 +126,122 @@ def test_select_by_group_weights_seen_and_unseen_templates_equally(task):
         "medium, seen templates", "medium, seen templates", "medium, unseen templates", "medium, unseen templates",
     ]
     assert [t.template for t in picked[:2]] == ["seen0", "seen1"]  # round-robin within a group
+
+
+# ---- pairs, identity, resume -------------------------------------------------------------------
+
+
+def test_an_evaluation_refuses_a_folder_of_another_identity(task, tmp_path):
+    pairs = [Pair(task, "whitebox")]
+    Evaluation(tmp_path, {"model": "a", "temperature": 0.0}, pairs).summary()
+    with pytest.raises(IdentityMismatch, match="differs in: temperature"):
+        Evaluation(tmp_path, {"model": "a", "temperature": 1.0}, pairs)
+
+
+def test_pairs_not_run_count_against_coverage(task, tmp_path):
+    evaluation = Evaluation(tmp_path, {"model": "a"}, [Pair(task, "whitebox"), Pair(task, "codex")])
+    summary = evaluation.summary()
+    assert (summary["expected"], summary["graded"], summary["coverage"]) == (2, 0, 0.0)
+    assert len(evaluation.pending()) == 2
+
+
+def test_the_whitebox_loop_runs_a_real_model_through_the_engine(task, tiny):
+    # Random weights: nothing useful comes out, but the engine, the proxy, the tools and grading all run.
+    model, tokenizer = tiny
+    from multiharness.engine import LocalEngine
+
+    with open_endpoint(LocalEngine(model, tokenizer), model_name="tiny") as endpoint:
+        result, trace = whitebox_episode(task, endpoint.proxy, model=endpoint.model, sampling={"temperature": 0.0},
+                                         max_tokens=8, max_model_calls=2, purpose="eval")
+    assert result.outcome.graded and result.outcome.correctness == 0 and trace is None
+    assert result.model_calls >= 1 and result.prompt_tokens > 500 and 1 <= result.generated_tokens <= 16
+
+
+def test_a_failed_pair_keeps_its_boundary_class_and_a_redacted_detail(task, tmp_path, monkeypatch):
+    secret = "hf_notarealtoken_1234567890"
+    monkeypatch.setenv("HF_TOKEN", secret)
+
+    def no_sandbox(*args, **kwargs):
+        raise SandboxError(f"bwrap failed to start; environment was HF_TOKEN={secret}")
+
+    monkeypatch.setattr(whitebox, "open_sandbox", no_sandbox)
+    evaluation = Evaluation(tmp_path, {"model": "scripted"}, [Pair(task, "whitebox")])
+    settings = {"runner": "project", "sandbox": "local", "sampling": {"temperature": 0.0}, "timeout_s": 60,
+                "whitebox": {"max_tokens": 64, "max_model_calls": 2}, "harness": {}}
+    with open_endpoint(DEFAULT_MODEL_DIR, policy="scripted", tasks=[task]) as endpoint:
+        evaluation.run(endpoint, settings, progress=False)
+    record = json.loads(next((tmp_path / "pairs").glob("*.json")).read_text())
+    assert (record["correctness"], record["reward"], record["boundary"], record["error_class"]) == (
+        None, None, "sandbox", "SandboxError")
+    assert secret not in json.dumps(record) and "[HF_TOKEN removed]" in record["detail"]
+    assert evaluation.pending() == [Pair(task, "whitebox")]  # not graded: the next run retries it
+
+
+# ---- the CLI and the matrix, end to end --------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_matrix_of_two_tasks_in_five_loops_resumes_only_the_pair_made_to_fail(two_tasks, tmp_path, monkeypatch):
+    """The CI matrix: the scripted policy in the whitebox loop and the four real harness CLIs."""
+    evaluate = _load_script("eval/evaluate.py")
+    second = sorted(p.name for p in two_tasks.iterdir())[1]
+    real_open = whitebox.open_sandbox
+
+    def fail_on_second(task_dir, *args, **kwargs):  # a sandbox that will not start, for one pair only
+        if Path(task_dir).name == second:
+            raise SandboxError("injected: the sandbox would not start")
+        return real_open(task_dir, *args, **kwargs)
+
+    flags = ["--policy", "scripted", "--tasks", "2", "--task-dir", str(two_tasks), "--trackio-project", ""]
+    row = tmp_path / "matrix" / "scripted"
+    monkeypatch.setattr(whitebox, "open_sandbox", fail_on_second)
+    status = evaluate.main([*flags, "--checkpoint", "scripted", "--output", str(row), "--concurrency", "2"])
+    monkeypatch.setattr(whitebox, "open_sandbox", real_open)
+
+    failed = row / "pairs" / f"{second}--whitebox.json"
+    summary = json.loads((row / "summary.json").read_text())
+    assert status == 2 and (summary["expected"], summary["graded"]) == (10, 9)
+    assert json.loads(failed.read_text())["boundary"] == "sandbox"
+    kept = {p.name: p.read_bytes() for p in (row / "pairs").glob("*.json") if p != failed}
+    assert len(kept) == 9 and all(json.loads(b)["correctness"] == 1 for b in kept.values())
+
+    result = subprocess.run(
+        [sys.executable, "eval/matrix.py", "--output", str(tmp_path / "matrix"), "--row",
+         f"scripted={DEFAULT_MODEL_DIR}", *flags],
+        cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "10 pairs, 1 to run" in result.stdout
+    assert {p.name: p.read_bytes() for p in (row / "pairs").glob("*.json") if p != failed} == kept
+    assert json.loads(failed.read_text())["correctness"] == 1
+    summary = json.loads((row / "summary.json").read_text())
+    assert summary["coverage"] == 1 and summary["last_run"]["pairs_run"] == 1
+    assert [g["graded"] for g in summary["by_loop"].values()] == [2] * 5
+    assert all(g["pass_at_1_interval"] == pytest.approx([0.342, 1.0], abs=1e-3) for g in summary["by_loop"].values())
+    table = (tmp_path / "matrix" / "matrix.md").read_text()
+    assert table.splitlines()[0] == "| policy | whitebox | opencode | claude-code | codex | mini-swe-agent |"
+    assert table.splitlines()[2].count("1.00 [0.34, 1.00] (n=2)") == 5
+    assert all((tmp_path / "matrix" / f"matrix.{ext}").stat().st_size > 1000 for ext in ("png", "svg"))
+    assert (row / "summary.png").exists() and (row / "summary.svg").exists()
+
+    # The same folder with other sampling is another evaluation: refused, nothing written.
+    with pytest.raises(SystemExit, match="differs in: temperature"):
+        evaluate.main([*flags, "--checkpoint", "scripted", "--output", str(row), "--temperature", "1.0"])
+
+
+def test_report_compares_evaluations_with_a_paired_test(task, tmp_path):
+    report = _load_script("eval/report.py")
+    folders = {}
+    for name, outcomes in (("base", [0, 0, 0]), ("sft", [1, 1, 0])):
+        pairs = [Pair(type(task)(**{**task.__dict__, "id": f"t{i}"}), "whitebox") for i in range(3)]
+        evaluation = Evaluation(tmp_path / name, {"model": name}, pairs)
+        for pair, correctness in zip(pairs, outcomes):
+            record = _record(pair.task.id, correctness=correctness)
+            (tmp_path / name / "pairs").mkdir(parents=True, exist_ok=True)
+            evaluation.path(pair).write_text(json.dumps({**record, "identity": evaluation.identity_sha}))
+        evaluation.summary()
+        folders[name] = report.load(tmp_path / name)
+    table = dict(report.rows({n: s for n, (s, _) in folders.items()}))
+    assert table["pass@1"] == ["0.00 [0.00, 0.56]", "0.67 [0.21, 0.94]"]
+    [line] = report.comparisons(folders)
+    assert "+0.67" in line and "2 solved only by sft, 0 only by base" in line and "p = 0.5" in line

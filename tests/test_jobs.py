@@ -103,12 +103,12 @@ def test_train_plan_shows_the_whole_job_and_no_secret_value(script, launch, plan
 
 
 def test_eval_plan_runs_on_cpu_with_the_cpu_torch_and_writes_its_report_to_the_bucket():
-    plan = hf_job.plan_job("eval", "eval/whitebox.py", bucket="my-org/runs", run="e1", model="/bucket/r1/output",
+    plan = hf_job.plan_job("eval", "eval/evaluate.py", bucket="my-org/runs", run="e1", model="/bucket/r1/output",
                            script_args=("--per-group", "6"))
     assert (plan.flavor, plan.timeout, plan.env) == (
         "cpu-upgrade", "4h", {"PIP_EXTRA_INDEX_URL": "https://download.pytorch.org/whl/cpu"}
     ) and plan.script_lines[-1] == (
-        ".venv/bin/python eval/whitebox.py --model /bucket/r1/output --per-group 6 --output /bucket/e1/output/report.json"
+        ".venv/bin/python eval/evaluate.py --model /bucket/r1/output --per-group 6 --output /bucket/e1/output/eval"
     ) and "bash install.sh --no-run" in plan.script_lines
 
 

@@ -16,7 +16,7 @@ import pytest
 from multiharness.paths import PROJECT_ROOT
 from multiharness.tasks.build import build_task, load_manifest
 
-SCRIPTS = ["train/sft.py", "train/whitebox.py", "eval/whitebox.py", "eval/report.py"]
+SCRIPTS = ["train/sft.py", "train/whitebox.py", "eval/evaluate.py", "eval/matrix.py", "eval/report.py"]
 
 
 def _load_script(relative: str):
@@ -116,29 +116,6 @@ def test_a_run_without_a_working_sandbox_stops_naming_the_sandbox(easy_tasks, tm
     assert stopped[0].startswith("training stopped: 2 of 2 episodes were not graded (sandbox 2)")
     assert "sandbox boundary" in stopped[0] and "sandbox Python is missing" in stopped[0]
     assert not (tmp_path / "run" / "trainer_state.json").exists()  # no step was taken on None rewards
-
-
-def test_eval_pass_by_group_leaves_ungraded_episodes_out():
-    from multiharness.episode import Outcome, failed
-    from multiharness.evaluation import Episode
-
-    script = _load_script("eval/whitebox.py")
-    episodes = [Episode("a", Outcome("a", 1, 1.1, 2), 2, 0), Episode("a", failed("a", "sandbox", "gone"), 0, 0),
-                Episode("b", Outcome("b", 0, 0.0, 1), 1, 0)]
-    groups = {"a": "easy, seen templates", "b": "easy, unseen templates"}
-    assert script.pass_by_group(SimpleNamespace(episodes=episodes), groups) == {
-        "easy, seen templates": 1.0, "easy, unseen templates": 0.0,
-    }
-
-
-def test_report_table_has_a_row_per_group_of_any_report():
-    report = _load_script("eval/report.py")
-    base = {"greedy": {"pass_at_1": 0.0}, "sampled": {}, "greedy_by_group": {"easy, seen templates": 0.0}}
-    sft = {"greedy": {"pass_at_1": 0.5}, "sampled": {},
-           "greedy_by_group": {"easy, seen templates": 0.25, "easy, unseen templates": 1.0}}
-    lines = report.table({"base": base, "sft": sft}).splitlines()
-    assert next(l for l in lines if "greedy, easy, seen" in l).split()[-2:] == ["0.00", "0.25"]
-    assert next(l for l in lines if "greedy, easy, unseen" in l).split()[-2:] == ["-", "1.00"]
 
 
 @pytest.mark.slow

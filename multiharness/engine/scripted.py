@@ -6,7 +6,9 @@ without sampling anything. It answers like the engine (same routes, same token f
 script, counting the assistant turns already in the conversation:
 
     turn 0   run the solution command with the harness's shell tool
-    turn 1   run `(solution command) > /workdir/answer.txt` (the command must print the answer)
+    turn 1   run `(solution command) > /workdir/answer.txt` (the command must print the answer);
+             when a `submit_solution` tool is offered (the whitebox loop), submit the output of
+             turn 0 with it instead
     turn 2   the harness's submit command when its prompt names one (mini-swe-agent:
              `echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT`), else a plain final message
     later    the plain final message
@@ -21,6 +23,7 @@ reply (so turns chain by exact token prefix) and every logprob is 0.0, probabili
 the policy is deterministic.
 """
 
+import re
 import shlex
 from concurrent.futures import Future
 from collections.abc import Callable
@@ -49,6 +52,11 @@ TEXT_ACTION = "THOUGHT: {thought}\n\n```mswea_bash_command\n{command}\n```"
 """A command in mini-swe-agent's text protocol (used when no tool is offered)."""
 
 FINAL_MESSAGE = f"Done: the answer is in {ANSWER_PATH}."
+
+SUBMIT_TOOL = "submit_solution"
+"""The whitebox loop's answer tool: `{answer}`, the value itself."""
+
+_EXIT_CODE_LINE = re.compile(r"\n?\[exit code -?\d+[^\]]*\]\s*$")
 
 _ZERO = {"string": "", "integer": 0, "number": 0, "boolean": False, "array": [], "object": {}}
 
@@ -96,6 +104,12 @@ def shell_tool_call(tools: list[dict], command: str) -> tuple[str, dict]:
     return function["name"], arguments
 
 
+def _last_tool_output(messages: list[dict]) -> str:
+    """The text of the last tool result, without the whitebox tools' `[exit code N]` line."""
+    content = next((m.get("content") for m in reversed(messages) if m.get("role") == "tool"), "")
+    return _EXIT_CODE_LINE.sub("", content if isinstance(content, str) else str(content or "")).strip()
+
+
 def _mentions(messages: list[dict], needle: str) -> bool:
     for message in messages:
         content = message.get("content")
@@ -133,7 +147,11 @@ class ScriptedPolicy:
             return {"role": "assistant", "content": FINAL_MESSAGE}
         if not tools:
             return {"role": "assistant", "content": TEXT_ACTION.format(thought=thoughts[turn], command=commands[turn])}
-        name, arguments = shell_tool_call(tools, commands[turn])
+        offered = {_function(t).get("name") for t in tools}
+        if turn == 1 and SUBMIT_TOOL in offered:
+            name, arguments = SUBMIT_TOOL, {"answer": _last_tool_output(messages)}
+        else:
+            name, arguments = shell_tool_call(tools, commands[turn])
         call = {"id": f"call_{turn}", "type": "function", "function": {"name": name, "arguments": arguments}}
         return {"role": "assistant", "content": "", "tool_calls": [call]}
 

@@ -82,7 +82,8 @@ def run_episode(
     """Run one episode to its end; return its `EpisodeResult` and its training trace (None when it has none).
 
     `settings` are `HarnessSession`'s keywords: `model` (required), `sampling`, `max_tokens`,
-    `max_model_calls`, `timeout_s`, `sandbox`, `budget`. Why a trace is missing is the result's
+    `max_model_calls`, `timeout_s`, `sandbox`, `budget`, `runner`, `purpose` ("eval": greedy allowed, no
+    trace). Why a trace is missing is the result's
     `capture_error`; its forks are the result's `forks`.
     """
     harness = get_harness(harness) if isinstance(harness, str) else harness

@@ -105,6 +105,10 @@ class EpisodeResult:
     """Why the episode gave no training trace (`CaptureError`); None when it gave one or was not asked."""
     forks: dict[str, int] | None = None
     """`prefix_forks` of the training trace, when there is one."""
+    prompt_tokens: int | None = None
+    """Prompt tokens over the episode's model calls; None when the engine returned no token ids."""
+    generated_tokens: int | None = None
+    """Sampled tokens over the episode's model calls; None when the engine returned no token ids."""
 
     @property
     def harness_s(self) -> float:
@@ -173,6 +177,7 @@ class HarnessSession(ResourceSession):
         episode_id: str | None = None,
         budget: FailureBudget | None = None,
         runner: Callable[..., HarnessRun] = run_harness,
+        purpose: str = "train",
     ):
         self.harness = harness
         self.runner = runner
@@ -199,6 +204,7 @@ class HarnessSession(ResourceSession):
             max_tokens=max_tokens,
             max_model_calls=self.max_model_calls,
             wall_time_s=wall,
+            purpose=purpose,
             harness=harness.name,
             task=task_id,
         )
@@ -247,6 +253,7 @@ class HarnessSession(ResourceSession):
         result.exit_code, result.timed_out, result.answer = run.exit_code, run.timed_out, run.answer
         result.seconds = run.seconds
         result.model_calls = self.proxy.model_calls(self.key)
+        result.prompt_tokens, result.generated_tokens = self.proxy.token_counts(self.key) or (None, None)
         result.call_intervals = [(start, end) for start, end in run.calls if end is not None]
         result.model_s = busy_seconds(result.call_intervals)
         if run.calls and run.launch_s is not None:
@@ -360,6 +367,7 @@ class HarnessSessionFactory(ResourceSessionFactory[HarnessSession]):
         tasks: list[Task] | None = None,
         budget: FailureBudget | None = None,
         runner: Callable[..., HarnessRun] = run_harness,
+        purpose: str = "train",
     ):
         self.harness = harness
         self.proxy = proxy
@@ -373,6 +381,7 @@ class HarnessSessionFactory(ResourceSessionFactory[HarnessSession]):
             sandbox=sandbox,
             budget=budget,
             runner=runner,
+            purpose=purpose,
         )
         """The keywords every `HarnessSession` of this factory gets."""
 
