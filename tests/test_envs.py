@@ -22,10 +22,13 @@ from pathlib import Path
 import httpx
 import pytest
 
+from multiharness.episode import FailureBudget
+from multiharness.model import make_tiny_model
 from multiharness.paths import PROJECT_ROOT
+from multiharness.remote import RemoteDataAnalysisEnv
 from multiharness.tasks import load_task, solution_command
 from multiharness.tasks.build import build_task, load_manifest
-from multiharness.whitebox import DataAnalysisEnv, finish_episode
+from multiharness.whitebox import TOOLS, DataAnalysisEnv, finish_episode
 
 ENVS = PROJECT_ROOT / "envs"
 PYTHON = sys.executable
@@ -186,6 +189,66 @@ def test_remote_environment_gives_the_local_environments_outcome(whitebox, tasks
         env.submit_solution(output.split("\n[exit code")[0].strip())
         outcomes.append(finish_episode(env))
     assert outcomes[0] == outcomes[1] and outcomes[0].correctness == 1
+
+
+def test_remote_environment_offers_trl_the_local_tools_and_nothing_else():
+    # TRL offers every public function of the environment's class as a tool, its schema from the docstring.
+    import inspect
+
+    from transformers.utils import get_json_schema
+
+    offered = {name for name, _ in inspect.getmembers(RemoteDataAnalysisEnv, inspect.isfunction)
+               if not name.startswith("_") and name != "reset"}
+    schemas = {name: get_json_schema(getattr(RemoteDataAnalysisEnv, name)) for name in TOOLS}
+    assert offered == set(TOOLS) and schemas == {name: get_json_schema(getattr(DataAnalysisEnv, name)) for name in TOOLS}
+
+
+@pytest.mark.slow
+def test_train_whitebox_with_server_trains_on_episodes_the_server_ran_and_graded(whitebox, tasks, tmp_path):
+    # The trainer's MULTIHARNESS_HOME is empty, so it has no sandbox Python: a local rollout could not start
+    # (test_train.py shows the run stopping). Two steps with every rollout graded means the server ran them.
+    model = make_tiny_model(tmp_path / "tiny")
+    env = {**os.environ, "MULTIHARNESS_HOME": str(tmp_path / "empty-home")}
+    result = subprocess.run(
+        [PYTHON, "train/whitebox.py", "--preset", "smoke", "--model", str(model), "--tasks", str(tasks / "train"),
+         "--output", str(tmp_path / "run"), "--server", whitebox],
+        cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=600, env=env,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    state = json.loads((tmp_path / "run" / "trainer_state.json").read_text())
+    rewards = [h["reward"] for h in state["log_history"] if "reward" in h]
+    assert state["global_step"] == 2 and len(rewards) == 2 and all(r == r for r in rewards)  # no NaN: all graded
+
+
+def test_train_whitebox_with_no_server_at_the_url_stops_before_loading_the_model():
+    url = f"http://127.0.0.1:{_free_port()}"
+    result = subprocess.run([PYTHON, "train/whitebox.py", "--preset", "smoke", "--server", url],
+                            cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300)
+    assert (result.returncode == 1 and f"error: no whitebox server at {url}" in result.stderr
+            and "python -m server.app" in result.stderr and "model:" not in result.stdout), result.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_a_server_that_dies_ends_its_episodes_not_graded(tasks):
+    task = load_task(next((tasks / "train").iterdir()))
+    budget = FailureBudget(1.0, min_episodes=1, progress=False)
+    with serve("whitebox", tasks) as url:
+        env = RemoteDataAnalysisEnv(url, budget=budget)
+        env.reset(task_path=str(task.path))
+        listed = env.ls("/home/user/input")
+    # The server is stopped: the episode in flight and the next one end as not graded, naming the server.
+    seen = {"tool": env.bash("ls"), "after": env.read("/home/user/input/x")}
+    outcomes = [finish_episode(env)]
+    seen["reset"] = env.reset(task_path=str(task.path))
+    outcomes.append(finish_episode(env))
+    assert (
+        "[exit code 0]" in listed
+        and seen["tool"].startswith(f"Error: the whitebox server at {url} failed during bash")
+        and "episode is over" in seen["after"] and "did not start the task" in seen["reset"]
+        and [(o.reward, o.correctness, o.boundary) for o in outcomes] == [(None, None, "sandbox")] * 2
+        and outcomes[0].tool_calls == 1 and all(url in o.error for o in outcomes)
+        and len(budget.failures) == 2
+    )
 
 
 # ---- harness rollouts over WebSocket ------------------------------------------------------------------

@@ -24,6 +24,14 @@ GPU (reference recipe, vLLM server on one GPU, training on another):
     # Terminal 2
     CUDA_VISIBLE_DEVICES=1 python train/whitebox.py --preset gpu --model Qwen/Qwen3.5-2B
 
+Against a remote environment (`--server URL`): the tools run and the episodes are graded by a
+whitebox server (`envs/whitebox`, or its Space), built from the same task manifests; the trainer
+only generates and learns. Its MAX_SESSIONS must be at least the preset's rollouts per step.
+    # Terminal 1
+    cd envs/whitebox && python -m server.app --port 8001
+    # Terminal 2
+    python train/whitebox.py --model outputs/sft --server http://127.0.0.1:8001
+
 CI smoke run (tiny random model, 2 steps):
     python train/whitebox.py --preset smoke
 """
@@ -39,6 +47,7 @@ from datasets import Dataset
 from multiharness.episode import FailureBudget, FailureBudgetExceeded
 from multiharness.model import cpu_supports_bf16, load_model_and_tokenizer, make_tiny_model
 from multiharness.paths import DEFAULT_MODEL_DIR, DEFAULT_TASKS_DIR
+from multiharness.remote import RemoteDataAnalysisEnv, check_server
 from multiharness.sandbox import BACKENDS
 from multiharness.tasks import load_tasks
 from multiharness.whitebox import DataAnalysisEnv, finish_episode, prompt_messages
@@ -134,7 +143,9 @@ def parse_args():
     parser.add_argument("--output", type=Path, default=Path("outputs/whitebox"), help="checkpoints and logs")
     parser.add_argument("--steps", type=int, default=None, help="override the preset's number of steps")
     parser.add_argument("--save-steps", type=int, default=None, help="override the preset's checkpoint interval")
-    parser.add_argument("--sandbox", choices=BACKENDS, default="local", help="where tools run")
+    parser.add_argument("--sandbox", choices=BACKENDS, default="local", help="where tools run (not with --server)")
+    parser.add_argument("--server", default=None, metavar="URL",
+                        help="a whitebox server (Space or envs/whitebox) that runs the tools and grades, instead of --sandbox")
     parser.add_argument("--resume", action="store_true", help="continue from the last checkpoint in --output")
     parser.add_argument("--space-id", default=None, help="publish the Trackio dashboard to this HF Space")
     parser.add_argument("--vllm-server", default=VLLM_SERVER, help="vLLM server URL (gpu preset)")
@@ -181,6 +192,11 @@ def main():
     args = parse_args()
     preset = PRESETS[args.preset]
     steps = args.steps or preset.steps
+    if args.server:
+        try:
+            check_server(args.server)  # before the model loads: a wrong URL stops here, not after a step
+        except RuntimeError as error:
+            raise SystemExit(f"error: {error}") from error
     args.output.mkdir(parents=True, exist_ok=True)
     # Trackio reads its folder once, when TRL imports it: set it before anything imports TRL.
     os.environ.setdefault("TRACKIO_DIR", str(args.output.resolve() / "trackio"))
@@ -198,6 +214,8 @@ def main():
     budget = FailureBudget(MAX_FAILURE_SHARE, min_episodes=preset.rollouts_per_step, desc="rollouts")
 
     def make_env():
+        if args.server:  # same tools and reward, run and graded by the server
+            return RemoteDataAnalysisEnv(args.server, budget=budget)
         return DataAnalysisEnv(sandbox=args.sandbox, budget=budget)
 
     config = grpo_config(args, preset, steps, bf16)
