@@ -66,7 +66,7 @@ def parse_args(argv=None):
     picked = which.add_mutually_exclusive_group()
     picked.add_argument("--tasks", type=int, default=20, help="the first N tasks of the sorted test split")
     picked.add_argument("--per-group", type=int, help="N tasks per tier × seen/unseen template instead")
-    which.add_argument("--difficulties", default="easy,medium,hard", help="tiers --per-group draws from")
+    which.add_argument("--difficulties", default="easy,medium,hard", help="the tiers tasks are drawn from")
     how = parser.add_argument_group("how")
     how.add_argument("--samples", type=int, default=1, help="episodes per (task, loop)")
     how.add_argument("--temperature", type=float, default=0.0, help="0 is greedy")
@@ -88,12 +88,13 @@ def parse_args(argv=None):
 
 
 def select(args) -> list:
+    tiers = tuple(args.difficulties.split(","))
     tasks = sorted(load_tasks(args.task_dir), key=lambda t: t.id)
     if not tasks:
         sys.exit(f"no tasks under {args.task_dir}: build them with `python -m multiharness tasks build --split test`")
     if args.per_group:
-        return select_by_group(tasks, tuple(args.difficulties.split(",")), args.per_group, HELD_OUT_TEMPLATES)
-    return tasks[: args.tasks]
+        return select_by_group(tasks, tiers, args.per_group, HELD_OUT_TEMPLATES)
+    return [t for t in tasks if t.difficulty in tiers][: args.tasks]
 
 
 def budgets(args, kind: str) -> dict:

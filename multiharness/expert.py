@@ -2,45 +2,114 @@
 
 A 135M model makes no well-formed tool call before training, so every GRPO group would get the
 same reward and no gradient. A short SFT on expert episodes fixes the format first. Each
-trajectory is what a good teacher would do in the whitebox environment: one `bash` call that
-computes the answer from the input files, its real output from the sandbox, `submit_solution`
-with that answer, and a one-line closing message. The rows use TRL's conversational format
-(`messages` + `tools`), so a dataset of real teacher rollouts in the same format (for example
-`FineEnvs/SmolDataEnvs-sft`, converted to these tool names) can replace them unchanged.
+trajectory is what a careful analyst does in the whitebox environment, with every tool output
+the real one from the sandbox:
+
+1. look at the data: the header and first rows of each file, the schema of each SQLite table
+   (`look_command`), so that the program is written against columns the model has just read
+   rather than guessed;
+2. on every `RECOVERY_EVERY`-th task, a first program with one column name wrong, its real
+   error, and then the fixed program: the model sees how to recover from a failed call;
+3. the program that computes the answer (the reference solution), then `submit_solution` with
+   its output and a one-line closing message.
+
+The rows use TRL's conversational format (`messages` + `tools`), so a dataset of real teacher
+rollouts in the same format (for example `FineEnvs/SmolDataEnvs-sft`, converted to these tool
+names) can replace them unchanged.
 """
 
 import logging
+import re
+import shlex
 
 from .episode import score
+from .layout import INPUT_DIR
 from .sandbox import SandboxError
 from .tasks import Task, solution_command
 from .whitebox import DataAnalysisEnv, prompt_messages, tool_schemas
 
-__all__ = ["expert_trajectory", "expert_dataset"]
+__all__ = ["RECOVERY_EVERY", "expert_trajectory", "expert_dataset", "look_command"]
 
 logger = logging.getLogger(__name__)
+
+RECOVERY_EVERY = 4
+"""One trajectory in this many first runs a program with a wrong column name, then the right one."""
+
+_PANDAS_READERS = {".parquet": "read_parquet", ".json": "read_json"}
+_EXIT_CODE = re.compile(r"\[exit code (-?\d+)[^\]]*\]\s*$")
+_NAME_LITERAL = re.compile(r"""(["'])([a-z][a-z0-9_]*)\1""")
 
 
 def _call(name: str, arguments: dict) -> dict:
     return {"type": "function", "function": {"name": name, "arguments": arguments}}
 
 
-def expert_trajectory(task: Task, sandbox: str = "local") -> dict | None:
-    """One expert episode as `{"messages", "tools", "task_id"}`; None if the solution did not grade 1."""
-    command = solution_command(task)
+def look_command(task: Task) -> str:
+    """One command showing every input file: the first lines of text files, two rows of the others,
+    the CREATE TABLE statements of SQLite files."""
+    parts = []
+    for path in sorted(task.input_dir.iterdir()):
+        name, suffix = path.name, path.suffix
+        if suffix in (".csv", ".jsonl"):
+            look = f"head -n 3 {name}"
+        elif suffix in _PANDAS_READERS:
+            program = f'import pandas as pd; print(pd.{_PANDAS_READERS[suffix]}("{name}").head(2).to_string())'
+            look = f"python3 -c {shlex.quote(program)}"
+        elif suffix == ".db":
+            program = f'import sqlite3; [print(s) for (s,) in sqlite3.connect("{name}").execute("select sql from sqlite_master")]'
+            look = f"python3 -c {shlex.quote(program)}"
+        else:
+            look = f"head -c 300 {name}"
+        parts.append(f"echo '== {name}'; {look}")
+    return f"cd {INPUT_DIR}; " + "; ".join(parts)
+
+
+def _exit_code(observation: str) -> int | None:
+    found = _EXIT_CODE.search(observation)
+    return int(found.group(1)) if found else None
+
+
+def _misspelled(command: str, seen: str) -> str | None:
+    """`command` with its first column name (a quoted name the data view shows) changed to a plausible wrong one."""
+    for match in _NAME_LITERAL.finditer(command):
+        column = match.group(2)
+        assigned = re.match(r"\]\s*=[^=]", command[match.end() :])  # a new column, which any name can be
+        if column in seen and f"{column}." not in seen and not assigned:  # a column read, not a file name
+            wrong = column.rsplit("_", 1)[0] if "_" in column else f"{column}_value"
+            quote = match.group(1)
+            return command[: match.start()] + f"{quote}{wrong}{quote}" + command[match.end() :]
+    return None
+
+
+def expert_trajectory(task: Task, sandbox: str = "local", *, recover: bool = False) -> dict | None:
+    """One expert episode as `{"messages", "tools", "task_id"}`; None if the solution did not grade 1.
+
+    With `recover`, a failing first program comes before the right one (when a column name of the
+    program can be changed so that it fails for real).
+    """
+    look, command = look_command(task), solution_command(task)
     env = DataAnalysisEnv(sandbox=sandbox)
     with env:
         instruction = env.reset(task_path=str(task.path))
+        calls = [("bash", {"command": look}, env.bash(look))]
+        broken = _misspelled(command, calls[0][2]) if recover else None
+        if broken is not None:
+            failure = env.bash(broken)
+            if _exit_code(failure) not in (None, 0):
+                calls.append(("bash", {"command": broken}, failure))
         observation = env.bash(command)
+        calls.append(("bash", {"command": command}, observation))
     answer = observation.rsplit("\n[exit code", 1)[0].strip().splitlines()[-1:] or [""]
     answer = answer[0].strip()
     if not answer or score(task, answer, None).correctness != 1:
         logger.warning("task %s: reference solution gave %r, which does not grade 1 (or was not graded); skipped",
                        task.id, answer)
         return None
-    messages = prompt_messages(instruction) + [
-        {"role": "assistant", "content": "", "tool_calls": [_call("bash", {"command": command})]},
-        {"role": "tool", "name": "bash", "content": observation},
+    messages = prompt_messages(instruction)
+    for name, arguments, output in calls:
+        messages += [{"role": "assistant", "content": "", "tool_calls": [_call(name, arguments)]},
+                     {"role": "tool", "name": name, "content": output}]
+    messages += [
         {"role": "assistant", "content": "", "tool_calls": [_call("submit_solution", {"answer": answer})]},
         {"role": "tool", "name": "submit_solution", "content": "Answer submitted."},
         {"role": "assistant", "content": f"The answer is {answer}."},
@@ -53,9 +122,9 @@ def expert_dataset(tasks: list[Task], sandbox: str = "local"):
     from datasets import Dataset, Features, Json, Value
 
     rows = []
-    for task in tasks:
+    for index, task in enumerate(tasks):
         try:
-            row = expert_trajectory(task, sandbox)
+            row = expert_trajectory(task, sandbox, recover=index % RECOVERY_EVERY == RECOVERY_EVERY - 1)
         except SandboxError as error:
             logger.warning("task %s: sandbox failed (%s); skipped", task.id, error)
             continue

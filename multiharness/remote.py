@@ -215,10 +215,4 @@ class RemoteDataAnalysisEnv:
 
     # The tools, in TOOLS order: each one is DataAnalysisEnv's, run on the server.
     bash = _remote("bash")
-    read = _remote("read")
-    write = _remote("write")
-    edit = _remote("edit")
-    ls = _remote("ls")
-    grep = _remote("grep")
-    glob = _remote("glob")
     submit_solution = _remote("submit_solution")

@@ -2,11 +2,14 @@
 
 `DataAnalysisEnv` follows TRL's `environment_factory` contract: `reset(**row)` opens a fresh
 sandbox for the row's task and returns its instruction, and every public method is a tool whose
-schema TRL builds from the Google-style docstring. `finish_episode(env)` ends the episode and
+schema TRL builds from the Google-style docstring: `bash` and `submit_solution` (`TOOLS`), what
+policies train and are evaluated with. `DataAnalysisEnvWithFileTools` adds read, write, edit,
+ls, grep and glob (`FILE_TOOLS`) for the whitebox Space's playground. `finish_episode(env)` ends the episode and
 scores it with `multiharness.episode.score` (the reward function of `train/whitebox.py` calls
 it). Rules:
 
 - every tool except `submit_solution` counts as a tool call for the reward;
+- a command's output longer than `MAX_OUTPUT_CHARS` is cut in the middle (start and end kept);
 - after `submit_solution`, or past the episode deadline (600 s), every tool answers that the
   episode is over;
 - an infrastructure failure (a task that does not load, a sandbox that did not start or
@@ -28,7 +31,18 @@ from .episode import FailureBudget, Outcome, failed, score
 from .sandbox import SandboxError, open_sandbox
 from .tasks import load_task
 
-__all__ = ["DataAnalysisEnv", "SYSTEM_PROMPT", "EPISODE_SECONDS", "TOOLS", "finish_episode", "prompt_messages", "tool_schemas"]
+__all__ = [
+    "DataAnalysisEnv",
+    "DataAnalysisEnvWithFileTools",
+    "EPISODE_SECONDS",
+    "FILE_TOOLS",
+    "MAX_OUTPUT_CHARS",
+    "SYSTEM_PROMPT",
+    "TOOLS",
+    "finish_episode",
+    "prompt_messages",
+    "tool_schemas",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -41,10 +55,27 @@ SYSTEM_PROMPT = (
     "submit_solution with the answer value only (not a command, not an explanation)."
 )
 
-TOOLS = ("bash", "read", "write", "edit", "ls", "grep", "glob", "submit_solution")
-"""The environment's tools, in the order their schemas are shown to the model."""
+TOOLS = ("bash", "submit_solution")
+"""The tools a policy trains and is evaluated with, in the order their schemas are shown to it.
+Two, not eight: each schema is rendered into every prompt, and with the file tools as well a
+prompt is 1,180 tokens instead of 530, most of a CPU step's compute (bash does what they do)."""
+
+FILE_TOOLS = ("read", "write", "edit", "ls", "grep", "glob")
+"""What `DataAnalysisEnvWithFileTools` adds, for a person in the playground (and for larger models)."""
 
 _EPISODE_OVER = "The episode is over: no more tool calls are accepted."
+
+MAX_OUTPUT_CHARS = 1200
+"""A command's output past this many characters is cut in the middle: a pandas traceback runs to
+thousands, and a small model's context (and each step's compute) is better spent elsewhere."""
+
+
+def _shortened(output: str) -> str:
+    """`output` cut in the middle past MAX_OUTPUT_CHARS: its start and its end (where an error says what went wrong)."""
+    if len(output) <= MAX_OUTPUT_CHARS:
+        return output
+    head, tail = MAX_OUTPUT_CHARS // 4, MAX_OUTPUT_CHARS * 3 // 4
+    return f"{output[:head]}\n[... {len(output) - head - tail} characters cut ...]\n{output[-tail:]}"
 
 
 def _close_quietly(sandbox) -> None:
@@ -146,7 +177,7 @@ class DataAnalysisEnv:
         except SandboxError as error:
             return self._sandbox_failed(error)
         note = " (timed out)" if result.timed_out else ""
-        return f"{result.output}\n[exit code {result.exit_code}{note}]"
+        return f"{_shortened(result.output)}\n[exit code {result.exit_code}{note}]"
 
     def _sandbox_failed(self, error: SandboxError) -> str:
         self._failure = failed(self._task_id, "sandbox", error)
@@ -162,6 +193,22 @@ class DataAnalysisEnv:
             command: The shell command to run, for example `python3 -c "import pandas"`.
         """
         return self._run(command)
+
+    def submit_solution(self, answer: str) -> str:
+        """Submit the final answer: the value itself, not a command. Ends the episode.
+
+        Args:
+            answer: The answer, for example `42.5`, `Berlin`, `yes`, `a, b, c` or `2024-03-05`.
+        """
+        if self.done:
+            return _EPISODE_OVER
+        self._answer = str(answer)
+        self._close_sandbox()
+        return "Answer submitted."
+
+
+class DataAnalysisEnvWithFileTools(DataAnalysisEnv):
+    """`DataAnalysisEnv` with file tools besides bash: what the whitebox Space offers a person."""
 
     def read(self, path: str) -> str:
         """Read a text file.
@@ -236,18 +283,6 @@ class DataAnalysisEnv:
         script = "import glob, sys; print('\\n'.join(sorted(glob.glob(sys.argv[2], root_dir=sys.argv[1], recursive=True))))"
         return self._run(f"python3 -c {shlex.quote(script)} {shlex.quote(path)} {shlex.quote(pattern)}")
 
-    def submit_solution(self, answer: str) -> str:
-        """Submit the final answer: the value itself, not a command. Ends the episode.
-
-        Args:
-            answer: The answer, for example `42.5`, `Berlin`, `yes`, `a, b, c` or `2024-03-05`.
-        """
-        if self.done:
-            return _EPISODE_OVER
-        self._answer = str(answer)
-        self._close_sandbox()
-        return "Answer submitted."
-
 
 def finish_episode(env: DataAnalysisEnv) -> Outcome:
     """End `env`'s episode (its sandbox closes), score it once, and return its `Outcome`.
@@ -263,8 +298,8 @@ def prompt_messages(instruction: str) -> list[dict]:
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": instruction}]
 
 
-def tool_schemas() -> list[dict]:
+def tool_schemas(tools: tuple[str, ...] = TOOLS) -> list[dict]:
     """The JSON schemas TRL derives from the tools, for SFT data and evaluation prompts."""
     from transformers.utils import get_json_schema
 
-    return [get_json_schema(getattr(DataAnalysisEnv, name)) for name in TOOLS]
+    return [get_json_schema(getattr(DataAnalysisEnvWithFileTools, name)) for name in tools]

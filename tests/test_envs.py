@@ -24,8 +24,9 @@ import pytest
 
 from multiharness.episode import FailureBudget
 from multiharness.model import make_tiny_model
-from multiharness.paths import PROJECT_ROOT
+from multiharness.paths import DEFAULT_MODEL_DIR, PROJECT_ROOT
 from multiharness.remote import RemoteDataAnalysisEnv
+from multiharness.spaces import TaskCatalog
 from multiharness.tasks import load_task, solution_command
 from multiharness.tasks.build import build_task, load_manifest
 from multiharness.whitebox import TOOLS, DataAnalysisEnv, finish_episode
@@ -55,13 +56,14 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def serve(name: str, tasks: Path, python: str = PYTHON, command: list[str] | None = None, **settings):
-    """Run the `name` server on 127.0.0.1 until the block ends; yields its URL."""
+def serve(name: str, tasks: Path, python: str = PYTHON, folder: Path | None = None, **settings):
+    """Run the `name` server (`python -m server.app` in `folder`, its env folder by default) on 127.0.0.1
+    until the block ends; yields its URL."""
     port = _free_port()
     env = {**os.environ, "MULTIHARNESS_TASKS": str(tasks), **{k: str(v) for k, v in settings.items()}}
-    command = command or [python, "-m", "server.app"]
-    process = subprocess.Popen([*command, "--host", "127.0.0.1", "--port", str(port)], cwd=ENVS / name, env=env,
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    process = subprocess.Popen([python, "-m", "server.app", "--host", "127.0.0.1", "--port", str(port)],
+                               cwd=folder or ENVS / name, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + START_S
@@ -184,7 +186,7 @@ def test_remote_environment_gives_the_local_environments_outcome(whitebox, tasks
     outcomes = []
     for env in (client.RemoteDataAnalysisEnv(whitebox), DataAnalysisEnv()):
         env.reset(task_path=str(task.path))
-        env.ls("/home/user/input")
+        env.bash("ls /home/user/input")
         output = env.bash(solution_command(task))
         env.submit_solution(output.split("\n[exit code")[0].strip())
         outcomes.append(finish_episode(env))
@@ -235,9 +237,9 @@ def test_a_server_that_dies_ends_its_episodes_not_graded(tasks):
     with serve("whitebox", tasks) as url:
         env = RemoteDataAnalysisEnv(url, budget=budget)
         env.reset(task_path=str(task.path))
-        listed = env.ls("/home/user/input")
+        listed = env.bash("ls /home/user/input")
     # The server is stopped: the episode in flight and the next one end as not graded, naming the server.
-    seen = {"tool": env.bash("ls"), "after": env.read("/home/user/input/x")}
+    seen = {"tool": env.bash("ls"), "after": env.bash("cat /home/user/input/x")}
     outcomes = [finish_episode(env)]
     seen["reset"] = env.reset(task_path=str(task.path))
     outcomes.append(finish_episode(env))
@@ -348,19 +350,104 @@ def _pypi_reachable() -> bool:
         return False
 
 
+# One episode from the installed client.py of each bundle, run by the fresh venv outside the bundle: what it
+# prints is the episode's outcome.
+_EPISODES = {
+    "whitebox": """
+import json, sys
+from whitebox_env.client import WhiteboxAction, WhiteboxEnv
+with WhiteboxEnv(base_url=sys.argv[1]).sync() as env:
+    env.reset(split="train", index=0)
+    output = env.step(WhiteboxAction(tool="bash", arguments={"command": sys.argv[2]})).observation.output
+    answer = output.split("\\n[exit code")[0].strip()
+    print(json.dumps(env.step(WhiteboxAction(tool="submit_solution", arguments={"answer": answer})).observation.outcome))
+""",
+    "opencode": """
+import json, sys
+from opencode_env.client import OpenCodeEnv
+from opencode_env.models import RolloutAction
+with OpenCodeEnv(base_url=sys.argv[1]).sync() as env:
+    env.reset()
+    result = env.step(RolloutAction(split="train", index=0, harness="opencode", endpoint="scripted"))
+    print(json.dumps(result.observation.outcome))
+""",
+    "harbor": """
+import json, sys
+from harbor_env.client import HarborEnv
+from harbor_env.models import RolloutAction
+with HarborEnv(base_url=sys.argv[1]).sync() as env:
+    env.reset()
+    result = env.step(RolloutAction(split="train", index=0, harness="opencode", endpoint="scripted"))
+    print(json.dumps(result.observation.outcome))
+""",
+}
+
+
+def _harbor_python() -> str | None:
+    """The Python >= 3.12 that install.sh found for the checkout's Harbor (none on PATH here: pyenv's shim says so)."""
+    harbor = PROJECT_ROOT / ".tools" / "harbor" / "bin" / "python"
+    if not harbor.exists():
+        return None
+    return subprocess.run([str(harbor), "-c", "import sys; print(sys._base_executable)"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def fresh_home(tmp_path_factory) -> Path:
+    """A MULTIHARNESS_HOME with only what every Space's image makes: the sandbox's Python, from the system one."""
+    home = tmp_path_factory.mktemp("space-home")
+    subprocess.run(["/usr/bin/python3", "-m", "venv", str(home / "sandbox-env")], check=True, timeout=120)
+    subprocess.run([str(home / "sandbox-env" / "bin" / "pip"), "install", "--quiet", "-r",
+                    str(PROJECT_ROOT / "requirements-sandbox.txt")], check=True, timeout=900)
+    return home
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not _pypi_reachable(), reason="installs the bundle's pinned dependencies from PyPI")
-def test_whitebox_bundle_installs_in_a_fresh_venv_and_serves(tmp_path, tasks):
+@pytest.mark.parametrize("name", ["whitebox", "opencode", "harbor"])
+def test_bundle_installs_in_a_fresh_venv_serves_and_runs_an_episode(name, tmp_path, tasks, fresh_home):
+    # The Dockerfile's steps, with pip for uv (no Docker engine here): a fresh venv, torch from its CPU wheel
+    # first for the harness Spaces (whitebox needs none), the bundle's pyproject, the harness CLIs into the
+    # bundle's .tools; then `python -m server.app` from the bundle folder. The default model is the machine's,
+    # converted at install (MULTIHARNESS_MODEL); mini-swe-agent's venv is not made (no harness here uses it).
+    if name != "whitebox" and not shutil.which("npm"):
+        pytest.skip("the harness CLIs install with npm: apt-get install npm")
+    harbor_python = _harbor_python()
+    if name == "harbor" and harbor_python is None:
+        pytest.skip("Harbor needs Python >= 3.12: ./install.sh finds one and makes .tools/harbor")
     bundle, venv = tmp_path / "bundle", tmp_path / "venv"
-    subprocess.run([PYTHON, str(ENVS / "whitebox" / "deploy.py"), "--repo", "org/w", "--out", str(bundle)],
-                   check=True, capture_output=True, timeout=120)
-    subprocess.run([sys.base_prefix + "/bin/python3", "-m", "venv", str(venv)], check=True, timeout=120)
-    subprocess.run([str(venv / "bin" / "pip"), "install", "--quiet", str(bundle)], check=True, timeout=900)
-    # The installed entry point, run away from the checkout: only the bundle's code is importable.
-    with serve("whitebox", tasks, command=[str(venv / "bin" / "server")]) as url:
-        health = httpx.get(f"{url}/health").json()
-        card = httpx.post(f"{url}/whitebox/task", json={"split": "train", "index": 0}).json()["task"]
-    assert health == {"status": "healthy"} and card["split"] == "train"
+    python, pip = str(venv / "bin" / "python"), [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet"]
+
+    def run(*command: str, cwd: Path = tmp_path) -> str:
+        result = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=900)
+        assert result.returncode == 0, f"{' '.join(command)}:\n{result.stdout[-2000:]}{result.stderr[-3000:]}"
+        return result.stdout
+
+    try:
+        run(PYTHON, str(ENVS / name / "deploy.py"), "--repo", f"org/{name}", "--out", str(bundle))
+        run(sys.base_prefix + "/bin/python3", "-m", "venv", str(venv))
+        if name != "whitebox":
+            run(*pip, "torch==2.13.0")
+        run(*pip, str(bundle))
+        if name != "whitebox":
+            npm = bundle / ".tools" / "npm"
+            npm.mkdir(parents=True)
+            for lock in ("package.json", "package-lock.json"):
+                shutil.copy(bundle / "clis" / lock, npm)
+            run("npm", "install", "--prefix", str(npm), "--no-audit", "--no-fund", "--prefer-offline")
+        if name == "harbor":
+            run(harbor_python, "-m", "venv", str(bundle / ".tools" / "harbor"))
+            run(str(bundle / ".tools" / "harbor" / "bin" / "pip"), "install", "--quiet", "-r",
+                str(bundle / "requirements-harbor.txt"))
+        task = TaskCatalog(tasks).task("train", 0)
+        settings = dict(MULTIHARNESS_HOME=fresh_home, MULTIHARNESS_MODEL=DEFAULT_MODEL_DIR)
+        with serve(name, tasks, python=python, folder=bundle, **settings) as url:
+            health = httpx.get(f"{url}/health").json()
+            outcome = json.loads(run(python, "-c", _EPISODES[name], url, solution_command(task)).splitlines()[-1])
+    finally:  # several GB (torch, the CLIs): not kept for pytest's last-runs retention
+        shutil.rmtree(bundle, ignore_errors=True)
+        shutil.rmtree(venv, ignore_errors=True)
+    assert health == {"status": "healthy"} and outcome["task_id"] == task.id and outcome["correctness"] == 1, outcome
 
 
 # ---- the playgrounds in a real browser ---------------------------------------------------------------

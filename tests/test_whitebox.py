@@ -9,7 +9,14 @@ from multiharness import whitebox
 from multiharness.sandbox import SandboxError
 from multiharness.tasks import grade_answer, load_task, run_reference_solution
 from multiharness.tasks.build import build_task, load_manifest
-from multiharness.whitebox import TOOLS, DataAnalysisEnv, finish_episode
+from multiharness.whitebox import (
+    FILE_TOOLS,
+    MAX_OUTPUT_CHARS,
+    TOOLS,
+    DataAnalysisEnv,
+    DataAnalysisEnvWithFileTools,
+    finish_episode,
+)
 
 
 @pytest.fixture(scope="module")
@@ -23,21 +30,47 @@ def task(tmp_path_factory):
 
 @pytest.fixture
 def env(task):
-    with DataAnalysisEnv() as env:
+    with DataAnalysisEnvWithFileTools() as env:
         env.reset(task_path=str(task.path))
         yield env
+
+
+def _public(env_class) -> set[str]:
+    return {name for name, _ in inspect.getmembers(env_class, inspect.isfunction) if not name.startswith("_")}
 
 
 def test_public_methods_are_exactly_the_tools():
     # TRL exposes every public function of the class as a tool, except reset (and get_reward,
     # which this environment leaves to the training script's reward function).
-    public = {name for name, _ in inspect.getmembers(DataAnalysisEnv, inspect.isfunction) if not name.startswith("_")}
-    assert public - {"reset"} == set(TOOLS) == {"bash", "read", "write", "edit", "ls", "grep", "glob", "submit_solution"}
+    assert _public(DataAnalysisEnv) - {"reset"} == set(TOOLS) == {"bash", "submit_solution"}
+    assert _public(DataAnalysisEnvWithFileTools) - {"reset"} == set(TOOLS + FILE_TOOLS) == {
+        "bash", "read", "write", "edit", "ls", "grep", "glob", "submit_solution"}
 
 
-@pytest.mark.parametrize("name", TOOLS)
+def test_the_training_prompt_holds_two_tool_schemas():
+    from transformers import AutoTokenizer
+
+    from multiharness.paths import DEFAULT_MODEL_DIR
+
+    tokenizer = AutoTokenizer.from_pretrained(DEFAULT_MODEL_DIR)
+    messages = whitebox.prompt_messages("What is 2 + 2?")
+
+    def length(tools):
+        return len(tokenizer.apply_chat_template(messages, tools=tools, add_generation_prompt=True, return_dict=False))
+
+    compact, full = length(whitebox.tool_schemas()), length(whitebox.tool_schemas(TOOLS + FILE_TOOLS))
+    assert compact < 450 and full > 2 * compact  # the file tools more than double every prompt
+
+
+def test_long_output_is_cut_in_the_middle(env):
+    output = env.bash("python3 -c \"print('start'); print('x' * 5000); print('the error')\"")
+    assert len(output) < MAX_OUTPUT_CHARS + 100 and "characters cut" in output
+    assert output.startswith("start") and output.endswith("the error\n\n[exit code 0]")
+
+
+@pytest.mark.parametrize("name", TOOLS + FILE_TOOLS)
 def test_every_tool_has_a_schema_with_described_arguments(name):
-    schema = get_json_schema(getattr(DataAnalysisEnv, name))
+    schema = get_json_schema(getattr(DataAnalysisEnvWithFileTools, name))
     parameters = schema["function"]["parameters"]["properties"]
     assert parameters and all(p.get("description") for p in parameters.values())
 
@@ -84,7 +117,7 @@ def test_right_answer_gets_the_reward_with_tool_bonus(task):
     answer = run_reference_solution(task)
     with DataAnalysisEnv() as env:
         env.reset(task_path=str(task.path))
-        env.ls("/home/user/input")
+        env.bash("ls /home/user/input")
         env.submit_solution(answer)
         # One tool call (submit_solution does not count): 1 + 0.1 * 15 / 16.
         assert finish_episode(env).reward == pytest.approx(1.09375)
@@ -94,7 +127,7 @@ def test_right_answer_gets_the_reward_with_tool_bonus(task):
     "actions, expected",
     [
         ([("submit_solution", "certainly not it")], 0.0),  # wrong answer
-        ([("ls", "/home/user/input")], 0.0),  # never submitted: wrong, not broken
+        ([("bash", "ls /home/user/input")], 0.0),  # never submitted: wrong, not broken
     ],
 )
 def test_wrong_or_missing_answer_scores_zero(task, actions, expected):
@@ -109,12 +142,12 @@ def test_after_submit_every_tool_says_the_episode_is_over(task):
     with DataAnalysisEnv() as env:
         env.reset(task_path=str(task.path))
         env.submit_solution("1")
-        answers = [env.bash("ls"), env.read("x"), env.ls("/"), env.submit_solution("2")]
+        answers = [env.bash("ls"), env.bash("cat x"), env.submit_solution("2")]
     assert all("episode is over" in a for a in answers)
 
 
 def test_past_the_deadline_every_tool_says_the_episode_is_over(task):
-    with DataAnalysisEnv(episode_seconds=0.0) as env:
+    with DataAnalysisEnvWithFileTools(episode_seconds=0.0) as env:
         env.reset(task_path=str(task.path))
         assert "episode is over" in env.bash("echo hi")
 

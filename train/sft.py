@@ -3,15 +3,16 @@
 
 A 135M model makes no well-formed tool call out of the box, so every GRPO group would get the
 same reward and no gradient. This script builds expert trajectories from the training tasks'
-reference solutions (a `bash` call that computes the answer from the input files, its real
-output from the sandbox, then `submit_solution`), saves them as a Hugging Face dataset, and
-fine-tunes on the assistant tokens only with TRL's `SFTTrainer`.
+reference solutions (`multiharness.expert`: a look at the input files, on some tasks a failing
+program and its error, the program that computes the answer, every output the sandbox's own,
+then `submit_solution`), saves them as a Hugging Face dataset, and fine-tunes on the assistant
+tokens only with TRL's `SFTTrainer`.
 
 To train on real teacher rollouts instead, pass `--dataset DIR` with a dataset saved by
 `datasets.Dataset.save_to_disk` that has the same columns (`messages`, `tools`; tool names
 `bash` and `submit_solution`).
 
-CPU (default; 48 steps of 4 sequences of ~1,500 tokens, see RESULTS.md for the time):
+CPU (default; 64 steps of 4 sequences of ~1,300 tokens, see RESULTS.md for the time):
     python train/sft.py
 GPU:
     python train/sft.py --preset gpu --model Qwen/Qwen3.5-2B --output outputs/sft-qwen
@@ -46,14 +47,13 @@ class Preset:
     steps: int  # optimiser steps
     batch_size: int  # sequences per step
     learning_rate: float  # high for a 135M model learning a format; 1e-5 range for 2B models
-    max_length: int  # prompt (8 tool schemas ~ 700 tokens) + two calls + outputs
+    max_length: int  # prompt (~530 tokens with the two tool schemas) + three or four calls + outputs
 
 
 PRESETS = {
-    # One pass over 192 easy/medium trajectories (~4 per template and tier): far fewer broken
-    # programs than one pass over 64, though both solve only ~5% of held-out tasks (RESULTS.md).
+    # One pass over 256 easy/medium trajectories (~5 per template and tier; RESULTS.md).
     "cpu": Preset(
-        model=str(DEFAULT_MODEL_DIR), trajectories=192, difficulties=("easy", "medium"), steps=48,
+        model=str(DEFAULT_MODEL_DIR), trajectories=256, difficulties=("easy", "medium"), steps=64,
         batch_size=4, learning_rate=1e-4, max_length=2048,
     ),
     # The main job's share of 15 minutes on 2 cores: one pass over 24 trajectories (~1,500 tokens each).

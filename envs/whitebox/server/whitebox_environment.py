@@ -1,13 +1,14 @@
 # Copyright 2026 The multiharness authors. Licensed under the Apache License, Version 2.0 (LICENSE).
 """The whitebox environment as an OpenEnv server: the trainer's own tools, one sandbox per session.
 
-A thin shell around `multiharness.whitebox.DataAnalysisEnv`, the environment `train/whitebox.py`
-gives TRL, so a Space, a remote trainer and the local run call the same tools in the same
-sandbox and are scored by the same `multiharness.episode.score`:
+A thin shell around `multiharness.whitebox.DataAnalysisEnvWithFileTools`: the environment
+`train/whitebox.py` gives TRL (bash, submit_solution) with file tools for a person, so a Space, a
+remote trainer and the local run call the same tools in the same sandbox and are scored by the
+same `multiharness.episode.score`:
 
 - `reset(split, index)` (or `task_id`) and the `start_task` tool open a fresh sandbox on a task
   and answer with its card (no gold);
-- every tool of `multiharness.whitebox.TOOLS` runs as an action; `submit_solution` and `grade`
+- every tool of `multiharness.whitebox.TOOLS` and `FILE_TOOLS` runs as an action; `submit_solution` and `grade`
   end the episode and put the `Outcome` and its reward in the observation;
 - a session lasts `session_seconds` from its start; after that, its sandbox is removed and
   every action answers that the session expired; `close()` (a closed WebSocket, the server's
@@ -25,7 +26,7 @@ from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import EnvironmentMetadata
 
 from multiharness.spaces import TaskApi, TaskCatalog
-from multiharness.whitebox import DataAnalysisEnv, finish_episode
+from multiharness.whitebox import DataAnalysisEnvWithFileTools, finish_episode
 
 try:  # installed as a package (pip install .: whitebox_env.server)
     from ..models import WhiteboxAction, WhiteboxObservation, WhiteboxState
@@ -50,7 +51,7 @@ class WhiteboxEnvironment(TaskApi, Environment[WhiteboxAction, WhiteboxObservati
         self.catalog = catalog
         self._backend = sandbox
         self._session_seconds = session_seconds
-        self._env: DataAnalysisEnv | None = None
+        self._env: DataAnalysisEnvWithFileTools | None = None
         self._card: dict | None = None
         self._tool_calls = 0
         self._expires_at = 0.0
@@ -131,7 +132,7 @@ class WhiteboxEnvironment(TaskApi, Environment[WhiteboxAction, WhiteboxObservati
         if task_id is not None:
             split, index = self.catalog.find(task_id)
         self._card = self.catalog.card(split, int(index))
-        self._env = DataAnalysisEnv(sandbox=self._backend, episode_seconds=self._session_seconds)
+        self._env = DataAnalysisEnvWithFileTools(sandbox=self._backend, episode_seconds=self._session_seconds)
         self._tool_calls = 0
         self._expires_at = time.monotonic() + self._session_seconds
         instruction = self._env.reset(task_path=str(self.catalog.task(split, int(index)).path))
