@@ -137,14 +137,15 @@ def identity(args, tasks) -> dict:
 
 
 def log_to_trackio(args, summary: dict) -> None:
+    os.environ.setdefault("TRACKIO_DIR", str(args.output.resolve() / "trackio"))  # read when trackio is imported
     import trackio
 
-    os.environ.setdefault("TRACKIO_DIR", str(args.output.resolve() / "trackio"))
     metrics = {"eval/pass_at_1": summary["pass_at_1"], "eval/coverage": summary["coverage"],
                "eval/mean_reward": summary["mean_reward"], "eval/mean_tool_calls": summary["mean_tool_calls"]}
     for loop, group in summary["by_loop"].items():
         metrics |= {f"eval/{loop}/pass_at_1": group["pass_at_1"], f"eval/{loop}/coverage": group["coverage"]}
-    trackio.init(project=args.trackio_project, name=f"{args.checkpoint or args.model}", config=summary["identity"])
+    trackio.init(project=args.trackio_project, name=args.checkpoint or Path(args.model).name,
+                 config=summary["identity"], auto_log_cpu=False, auto_log_gpu=False)
     trackio.log({k: v for k, v in metrics.items() if v is not None}, step=args.step)
     trackio.finish()
 

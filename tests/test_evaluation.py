@@ -245,3 +245,15 @@ def test_report_compares_evaluations_with_a_paired_test(task, tmp_path):
     assert table["pass@1"] == ["0.00 [0.00, 0.56]", "0.67 [0.21, 0.94]"]
     [line] = report.comparisons(folders)
     assert "+0.67" in line and "2 solved only by sft, 0 only by base" in line and "p = 0.5" in line
+
+
+def test_the_cli_writes_its_summary_figures_and_trackio_metrics_at_its_step(two_tasks, tmp_path):
+    import sqlite3
+
+    evaluate = _load_script("eval/evaluate.py")
+    status = evaluate.main(["--policy", "scripted", "--tasks", "1", "--loops", "whitebox", "--task-dir", str(two_tasks),
+                            "--checkpoint", "plumbing", "--step", "7", "--output", str(tmp_path)])
+    assert status == 0 and (tmp_path / "summary.png").exists() and (tmp_path / "summary.svg").exists()
+    [(step, metrics)] = sqlite3.connect(tmp_path / "trackio" / "multiharness-eval.db").execute(
+        "select step, metrics from metrics where run_name = 'plumbing'").fetchall()
+    assert step == 7 and json.loads(metrics)["eval/whitebox/pass_at_1"] == 1.0
