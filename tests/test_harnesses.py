@@ -429,6 +429,17 @@ def test_a_crashed_harness_is_not_graded(scripted_proxy, task_dir, what, command
     assert trace is None and "not trainable" in result.capture_error  # it never called the model
 
 
+def test_a_harness_that_exits_cleanly_without_calling_the_model_is_not_graded(scripted_proxy, task_dir):
+    # Exit 0 and even an answer file, but no model call: the policy did not take part (a first prompt
+    # past the context, say), so this is no wrong answer of the policy's.
+    harness = _Broken(["bash", "-c", "echo 42 > /workdir/answer.txt"])
+    result, _ = run_episode(harness, task_dir, scripted_proxy, model="scripted", timeout_s=60)
+    outcome = result.outcome
+    assert (result.exit_code, result.model_calls) == (0, 0)
+    assert (outcome.boundary, outcome.correctness, outcome.reward) == ("harness", None, None)
+    assert "without a model call reaching the engine" in outcome.error
+
+
 def test_a_dead_engine_is_not_graded(task_dir):
     from multiharness.capture import start_capture
 

@@ -22,9 +22,10 @@ Rules:
 - Only an episode that ran to its end is graded. A failure is recorded once, as data, in the
   episode's `Outcome`: reward None (never 0), `boundary` naming the stage that failed and
   `error` saying what happened: "harness" (not installed, crashed, exited non-zero, ran past its
-  timeout), "sandbox" (would not start or died), "engine" (the engine stopped answering, checked
-  on its /v1/models when the CLI failed, or answered a call with an error), "task" (the task could
-  not be loaded or its grader could not grade). Any other exception is a bug: it is raised
+  timeout, ended without a model call reaching the engine), "sandbox" (would not start or
+  died), "engine" (the engine stopped answering, checked on its /v1/models when the CLI failed,
+  or answered a call with an error), "task" (the task could not be loaded or its grader could
+  not grade). Any other exception is a bug: it is raised
   again by `wait_for_completion` and `verify`.
 - The proxy's own budgets (model calls, wall time) end an agent's loop gracefully; the harness
   timeout is the backstop behind them (the session's wall time is the timeout less a grace),
@@ -273,6 +274,12 @@ class HarnessSession(ResourceSession):
             if boundary == "engine":
                 error = (f"the engine at {self.proxy.engine_url} {what}; the proxy saw {upstream_errors} failed "
                          f"call(s); the harness said: {run.error or 'nothing'}")
+        if boundary is None and result.model_calls == 0:
+            # An agent that never reached the model did not attempt the task (its first prompt
+            # outgrew the context, its configuration was refused): not the policy's wrong answer.
+            boundary = "harness"
+            error = (f"{self.harness.name} ended without a model call reaching the engine; the harness said: "
+                     f"{run.error or run.output_tail[-500:] or 'nothing'}")
         if boundary is not None:
             return failed(self.task.id, boundary, error, tool_calls=run.tool_calls)
         if run.correctness is not None:  # the runner's verifier graded it (Harbor)
