@@ -18,6 +18,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from types import SimpleNamespace
 
 import httpx
 import pytest
@@ -350,12 +351,11 @@ def _pypi_reachable() -> bool:
         return False
 
 
-# One episode from the installed client.py of each bundle, run by the fresh venv outside the bundle: what it
-# prints is the episode's outcome.
+# One episode from each bundle's client.py, run by its fresh venv in the bundle folder: it prints the outcome.
 _EPISODES = {
     "whitebox": """
 import json, sys
-from whitebox_env.client import WhiteboxAction, WhiteboxEnv
+from client import WhiteboxAction, WhiteboxEnv
 with WhiteboxEnv(base_url=sys.argv[1]).sync() as env:
     env.reset(split="train", index=0)
     output = env.step(WhiteboxAction(tool="bash", arguments={"command": sys.argv[2]})).observation.output
@@ -364,8 +364,8 @@ with WhiteboxEnv(base_url=sys.argv[1]).sync() as env:
 """,
     "opencode": """
 import json, sys
-from opencode_env.client import OpenCodeEnv
-from opencode_env.models import RolloutAction
+from client import OpenCodeEnv
+from models import RolloutAction
 with OpenCodeEnv(base_url=sys.argv[1]).sync() as env:
     env.reset()
     result = env.step(RolloutAction(split="train", index=0, harness="opencode", endpoint="scripted"))
@@ -373,14 +373,15 @@ with OpenCodeEnv(base_url=sys.argv[1]).sync() as env:
 """,
     "harbor": """
 import json, sys
-from harbor_env.client import HarborEnv
-from harbor_env.models import RolloutAction
+from client import HarborEnv
+from models import RolloutAction
 with HarborEnv(base_url=sys.argv[1]).sync() as env:
     env.reset()
     result = env.step(RolloutAction(split="train", index=0, harness="opencode", endpoint="scripted"))
     print(json.dumps(result.observation.outcome))
 """,
 }
+UV = "uv==0.9.5"  # the Dockerfiles' uv (COPY --from=ghcr.io/astral-sh/uv:0.9.5)
 
 
 def _harbor_python() -> str | None:
@@ -392,61 +393,68 @@ def _harbor_python() -> str | None:
                           text=True, check=True).stdout.strip()
 
 
+def _run(*command: str, cwd: Path | None = None, env: dict | None = None) -> str:
+    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=900,
+                            env=None if env is None else {**os.environ, **env})
+    assert result.returncode == 0, f"{' '.join(command)}:\n{result.stdout[-2000:]}{result.stderr[-3000:]}"
+    return result.stdout
+
+
 @pytest.fixture(scope="module")
-def fresh_home(tmp_path_factory) -> Path:
-    """A MULTIHARNESS_HOME with only what every Space's image makes: the sandbox's Python, from the system one."""
-    home = tmp_path_factory.mktemp("space-home")
-    subprocess.run(["/usr/bin/python3", "-m", "venv", str(home / "sandbox-env")], check=True, timeout=120)
-    subprocess.run([str(home / "sandbox-env" / "bin" / "pip"), "install", "--quiet", "-r",
-                    str(PROJECT_ROOT / "requirements-sandbox.txt")], check=True, timeout=900)
-    return home
+def image_tools(tmp_path_factory) -> SimpleNamespace:
+    """What every Space's image has before its bundle: uv, and a MULTIHARNESS_HOME with the sandbox's Python."""
+    root = tmp_path_factory.mktemp("image")
+    _run(sys.base_prefix + "/bin/python3", "-m", "venv", str(root / "uv"))
+    _run(str(root / "uv" / "bin" / "pip"), "install", "--quiet", UV)
+    _run("/usr/bin/python3", "-m", "venv", str(root / "home" / "sandbox-env"))  # from the system one, under /usr
+    _run(str(root / "home" / "sandbox-env" / "bin" / "pip"), "install", "--quiet", "-r",
+         str(PROJECT_ROOT / "requirements-sandbox.txt"))
+    return SimpleNamespace(uv=str(root / "uv" / "bin" / "uv"), home=root / "home")
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not _pypi_reachable(), reason="installs the bundle's pinned dependencies from PyPI")
+@pytest.mark.skipif(not _pypi_reachable(), reason="installs the bundle's locked dependencies from PyPI")
 @pytest.mark.parametrize("name", ["whitebox", "opencode", "harbor"])
-def test_bundle_installs_in_a_fresh_venv_serves_and_runs_an_episode(name, tmp_path, tasks, fresh_home):
-    # The Dockerfile's steps, with pip for uv (no Docker engine here): a fresh venv, torch from its CPU wheel
-    # first for the harness Spaces (whitebox needs none), the bundle's pyproject, the harness CLIs into the
-    # bundle's .tools; then `python -m server.app` from the bundle folder. The default model is the machine's,
-    # converted at install (MULTIHARNESS_MODEL); mini-swe-agent's venv is not made (no harness here uses it).
+def test_bundle_installs_in_a_fresh_venv_serves_and_runs_an_episode(name, tmp_path, tasks, image_tools):
+    # The Dockerfile's steps without Docker (no engine here): a fresh venv; `uv sync --frozen` from the bundle's
+    # lockfile; the bundle itself built as a package; for the harness Spaces torch from its local CPU wheel (the
+    # Dockerfile takes it from PyTorch's CPU index, not reachable here) and the harness CLIs into the bundle's
+    # .tools; then `python -m server.app` from the bundle folder. Not redone: the default model's conversion (the
+    # machine's, MULTIHARNESS_MODEL), mini-swe-agent's venv (no harness here uses it) and the 1,250 tasks.
     if name != "whitebox" and not shutil.which("npm"):
         pytest.skip("the harness CLIs install with npm: apt-get install npm")
     harbor_python = _harbor_python()
     if name == "harbor" and harbor_python is None:
         pytest.skip("Harbor needs Python >= 3.12: ./install.sh finds one and makes .tools/harbor")
     bundle, venv = tmp_path / "bundle", tmp_path / "venv"
-    python, pip = str(venv / "bin" / "python"), [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet"]
-
-    def run(*command: str, cwd: Path = tmp_path) -> str:
-        result = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=900)
-        assert result.returncode == 0, f"{' '.join(command)}:\n{result.stdout[-2000:]}{result.stderr[-3000:]}"
-        return result.stdout
-
+    python, uv = str(venv / "bin" / "python"), image_tools.uv
     try:
-        run(PYTHON, str(ENVS / name / "deploy.py"), "--repo", f"org/{name}", "--out", str(bundle))
-        run(sys.base_prefix + "/bin/python3", "-m", "venv", str(venv))
+        _run(PYTHON, str(ENVS / name / "deploy.py"), "--repo", f"org/{name}", "--out", str(bundle))
+        _run(sys.base_prefix + "/bin/python3", "-m", "venv", str(venv))
+        _run(uv, "sync", "--frozen", "--no-install-project", cwd=bundle, env={"UV_PROJECT_ENVIRONMENT": str(venv)})
+        _run(uv, "pip", "install", "--python", python, "--no-deps", str(bundle))  # its pyproject's package list
         if name != "whitebox":
-            run(*pip, "torch==2.13.0")
-        run(*pip, str(bundle))
-        if name != "whitebox":
+            _run(python, "-m", "ensurepip")  # uv sync leaves no pip; pip reads the local wheel's find-links
+            _run(python, "-m", "pip", "install", "--quiet", "torch==2.13.0")
             npm = bundle / ".tools" / "npm"
             npm.mkdir(parents=True)
             for lock in ("package.json", "package-lock.json"):
                 shutil.copy(bundle / "clis" / lock, npm)
-            run("npm", "install", "--prefix", str(npm), "--no-audit", "--no-fund", "--prefer-offline")
+            _run("npm", "install", "--prefix", str(npm), "--no-audit", "--no-fund", "--prefer-offline")
         if name == "harbor":
-            run(harbor_python, "-m", "venv", str(bundle / ".tools" / "harbor"))
-            run(str(bundle / ".tools" / "harbor" / "bin" / "pip"), "install", "--quiet", "-r",
-                str(bundle / "requirements-harbor.txt"))
+            harbor = bundle / ".tools" / "harbor"
+            _run(uv, "venv", "--python", harbor_python, str(harbor))
+            _run(uv, "pip", "install", "--python", str(harbor / "bin" / "python"), "-r",
+                 str(bundle / "requirements-harbor.txt"))
         task = TaskCatalog(tasks).task("train", 0)
-        settings = dict(MULTIHARNESS_HOME=fresh_home, MULTIHARNESS_MODEL=DEFAULT_MODEL_DIR)
+        settings = dict(MULTIHARNESS_HOME=image_tools.home, MULTIHARNESS_MODEL=DEFAULT_MODEL_DIR)
         with serve(name, tasks, python=python, folder=bundle, **settings) as url:
             health = httpx.get(f"{url}/health").json()
-            outcome = json.loads(run(python, "-c", _EPISODES[name], url, solution_command(task)).splitlines()[-1])
+            printed = _run(python, "-c", _EPISODES[name], url, solution_command(task), cwd=bundle)
     finally:  # several GB (torch, the CLIs): not kept for pytest's last-runs retention
         shutil.rmtree(bundle, ignore_errors=True)
         shutil.rmtree(venv, ignore_errors=True)
+    outcome = json.loads(printed.splitlines()[-1])
     assert health == {"status": "healthy"} and outcome["task_id"] == task.id and outcome["correctness"] == 1, outcome
 
 
