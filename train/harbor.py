@@ -28,6 +28,12 @@ Harbor's Docker and Daytona environments run the same exported tasks for those w
     .tools/harbor/bin/harbor trial start --path build/tasks/train/<id> --agent opencode --env docker ...
 (documented, not run here: this machine has no Docker engine and no Daytona account).
 
+No `--server` (unlike train/whitebox.py): a harness Space (envs/harbor) runs the harness with its own
+capture proxy, so training through it would need the Space to reach this trainer's engine, which on a
+CPU is the trainer's own model in this process, and on GPUs a vLLM server that would have to be public
+while its weights are synced. The Space treats an endpoint it does not own as evaluation only: train
+here, and use the Space to try a harness or to evaluate an OpenAI-compatible endpoint.
+
 CI smoke run (tiny random model, one step per harness through the real CLIs):
     python train/harbor.py --preset smoke
 """

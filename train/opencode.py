@@ -24,6 +24,12 @@ GPU (`--engine vllm`): TRL's `AsyncGRPOTrainer` with `HarnessRolloutWorker` and 
     # Terminal 2
     CUDA_VISIBLE_DEVICES=1 python train/opencode.py --preset gpu --engine vllm --model Qwen/Qwen3.5-2B
 
+No `--server` (unlike train/whitebox.py): a harness Space (envs/opencode) runs the harness with its own
+capture proxy, so training through it would need the Space to reach this trainer's engine, which on a
+CPU is the trainer's own model in this process, and on GPUs a vLLM server that would have to be public
+while its weights are synced. The Space treats an endpoint it does not own as evaluation only: train
+here, and use the Space to try a harness or to evaluate an OpenAI-compatible endpoint.
+
 CI smoke run (tiny random model, one step through the real CLI):
     python train/opencode.py --preset smoke
 """
