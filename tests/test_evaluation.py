@@ -2,6 +2,7 @@
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -250,10 +251,14 @@ def test_report_compares_evaluations_with_a_paired_test(task, tmp_path):
 def test_the_cli_writes_its_summary_figures_and_trackio_metrics_at_its_step(two_tasks, tmp_path):
     import sqlite3
 
-    evaluate = _load_script("eval/evaluate.py")
-    status = evaluate.main(["--policy", "scripted", "--tasks", "1", "--loops", "whitebox", "--task-dir", str(two_tasks),
-                            "--checkpoint", "plumbing", "--step", "7", "--output", str(tmp_path)])
-    assert status == 0 and (tmp_path / "summary.png").exists() and (tmp_path / "summary.svg").exists()
+    # A process of its own: Trackio reads its folder when it is first imported.
+    result = subprocess.run(
+        [sys.executable, "eval/evaluate.py", "--policy", "scripted", "--tasks", "1", "--loops", "whitebox",
+         "--task-dir", str(two_tasks), "--checkpoint", "plumbing", "--step", "7", "--output", str(tmp_path)],
+        cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300, env={k: v for k, v in os.environ.items() if k != "TRACKIO_DIR"},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (tmp_path / "summary.png").exists() and (tmp_path / "summary.svg").exists()
     [(step, metrics)] = sqlite3.connect(tmp_path / "trackio" / "multiharness-eval.db").execute(
         "select step, metrics from metrics where run_name = 'plumbing'").fetchall()
     assert step == 7 and json.loads(metrics)["eval/whitebox/pass_at_1"] == 1.0

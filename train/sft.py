@@ -45,7 +45,7 @@ class Preset:
     trajectories: int  # expert episodes to build and train on
     difficulties: tuple[str, ...]  # task tiers the trajectories come from
     steps: int  # optimiser steps
-    batch_size: int  # sequences per step
+    batch_size: int  # sequences per optimiser step (one per forward/backward pass, accumulated)
     learning_rate: float  # high for a 135M model learning a format; 1e-5 range for 2B models
     max_length: int  # prompt (~530 tokens with the two tool schemas) + three or four calls + outputs
 
@@ -120,7 +120,11 @@ def main():
     config = SFTConfig(
         output_dir=str(args.output),
         max_steps=steps,
-        per_device_train_batch_size=preset.batch_size,
+        # One sequence per forward/backward pass, accumulated to the batch: no padding, and memory
+        # bounded by one sequence's logits (4 padded sequences of 2k tokens grew past 22 GB and
+        # were killed on a 24 GB laptop).
+        per_device_train_batch_size=1,
+        gradient_accumulation_steps=preset.batch_size,
         learning_rate=preset.learning_rate,
         lr_scheduler_type="constant_with_warmup",
         warmup_steps=min(4, steps // 4),
