@@ -4,14 +4,14 @@
 # measure again, and print a before/after table. Each line is a command you can run alone;
 # the `quickstart` presets in train/ are sized for the time budget. The longer CPU run in
 # RESULTS.md is the same job with the `cpu` presets and a larger test sample:
-#   PRESET=cpu EVAL_TASKS="--per-group 26 --difficulties easy,medium" OUT=outputs/long ./quickstart.sh
+#   PRESET=cpu EVAL_TASKS="--tasks 100 --difficulties easy,medium" OUT=outputs/long ./quickstart.sh
 set -euo pipefail
 cd "$(dirname "$0")"
 PY=.venv/bin/python
 PRESET=${PRESET:-quickstart}
 OUT=${OUT:-outputs/quickstart}
 # Greedy pass@1 in the whitebox loop on held-out test tasks, the same tasks for every model.
-EVAL="eval/evaluate.py --loops whitebox ${EVAL_TASKS:---per-group 8 --difficulties easy,medium} --concurrency 4"
+EVAL="eval/evaluate.py --loops whitebox ${EVAL_TASKS:---tasks 30 --difficulties easy,medium} --concurrency 4"
 export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 stage() { echo "== $1 (${SECONDS} s elapsed)"; }
 # Exit status 2 is "some pair was not graded" (its summary says which): the job goes on, a crash does not.
