@@ -26,7 +26,6 @@ from multiharness.evaluation import (
 )
 from multiharness.paths import DEFAULT_MODEL_DIR
 from multiharness.sandbox import SandboxError
-from multiharness.tasks import load_task
 from multiharness.tasks.build import build_task, load_manifest
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
