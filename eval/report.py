@@ -16,15 +16,14 @@ import argparse
 import json
 from pathlib import Path
 
-from multiharness.evaluation import paired_comparison
+from multiharness.evaluation import paired_comparison, records_in
 from multiharness.learning_curve import learning_curve
 
 
 def load(folder: Path) -> tuple[dict, list[dict]]:
     """An evaluation's summary and its pair records."""
     summary = json.loads((folder / "summary.json").read_text())
-    records = [json.loads(p.read_text()) for p in sorted((folder / "pairs").glob("*.json"))]
-    return summary, records
+    return summary, records_in(folder)
 
 
 def _rate(group: dict | None) -> str:

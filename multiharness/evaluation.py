@@ -74,6 +74,7 @@ __all__ = [
     "Pair",
     "WhiteboxResult",
     "paired_comparison",
+    "records_in",
     "select_by_group",
     "select_tasks",
     "summarize",
@@ -428,7 +429,7 @@ class Evaluation:
         """Aggregate the pair files, write summary.json and return it."""
         summary = {"identity": self.identity, **summarize(self.records())}
         if baseline is not None:
-            summary["tool_call_savings"] = tool_call_savings(_records_in(baseline), self.records())
+            summary["tool_call_savings"] = tool_call_savings(records_in(baseline), self.records())
         if run is not None:
             summary["last_run"] = dict(run)
         summary["notes"] = list(notes)
@@ -436,7 +437,8 @@ class Evaluation:
         return summary
 
 
-def _records_in(folder: Path) -> list[dict]:
+def records_in(folder: Path) -> list[dict]:
+    """The pair records of an evaluation folder (any identity), in file-name order."""
     return [json.loads(p.read_text()) for p in sorted((Path(folder) / "pairs").glob("*.json"))]
 
 
