@@ -33,6 +33,7 @@ rm -rf "$OUT/eval-grpo"
 evaluate --model "$OUT/grpo" --output "$OUT/eval-grpo"
 stage "done"
 
+GRPO_STEPS=$($PY -c 'import json, sys; print(json.load(open(sys.argv[1]))["global_step"])' "$OUT/grpo/trainer_state.json")
 $PY eval/report.py base="$OUT/eval-base" sft="$OUT/eval-sft" grpo="$OUT/eval-grpo" \
-    --run "$OUT/grpo" --png "$OUT/learning_curve.png"
+    --run "$OUT/grpo" --png "$OUT/learning_curve.png" --at-step sft=0 --at-step grpo="$GRPO_STEPS"
 echo "checkpoint: $OUT/grpo   Trackio logs: $OUT/grpo/trackio (view: TRACKIO_DIR=$OUT/grpo/trackio .venv/bin/trackio show)"

@@ -88,17 +88,25 @@ def main():
     parser.add_argument("--markdown", action="store_true", help="print Markdown tables")
     parser.add_argument("--run", type=Path, help="a GRPO output folder, for the learning curve")
     parser.add_argument("--png", type=Path, help="where to save the learning curve")
+    parser.add_argument("--at-step", action="append", default=[], metavar="NAME=STEP",
+                        help="the evaluation NAME is of the run's checkpoint at GRPO step STEP (0: its start): "
+                             "drawn on the learning curve; repeat for each checkpoint")
     args = parser.parse_args()
     evaluations = {}
     for item in args.evaluations:
         name, _, folder = item.partition("=")
         evaluations[name] = load(Path(folder))
+    at_step = dict(item.partition("=")[::2] for item in args.at_step)
+    for name, step in at_step.items():
+        if name not in evaluations or not step.isdigit():
+            parser.error(f"--at-step {name}={step}: expected NAME=STEP with NAME one of {', '.join(evaluations)}")
     summaries = {name: summary for name, (summary, _) in evaluations.items()}
     print(render(rows(summaries), list(summaries), args.markdown))
     for line in comparisons(evaluations):
         print(f"\n{line}" if args.markdown else line)
     if args.run and args.png:
-        saved = learning_curve(args.run, args.png)
+        held_out = {int(step): summaries[name] for name, step in at_step.items()}
+        saved = learning_curve(args.run, args.png, held_out=held_out)
         print(f"learning curve: {saved}" if saved else f"no trainer_state.json under {args.run}: no curve")
 
 

@@ -246,6 +246,12 @@ def test_report_compares_evaluations_with_a_paired_test(task, tmp_path):
     [line] = report.comparisons(folders)
     assert "+0.67" in line and "2 solved only by sft, 0 only by base" in line and "p = 0.5" in line
 
+    # A checkpoint step that names no evaluation is refused before anything is drawn.
+    cli = [sys.executable, "eval/report.py", f"base={tmp_path / 'base'}", f"sft={tmp_path / 'sft'}",
+           "--run", str(tmp_path), "--png", str(tmp_path / "curve.png")]
+    refused = subprocess.run([*cli, "--at-step", "grpo=5"], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2 and "--at-step grpo=5" in refused.stderr and not (tmp_path / "curve.png").exists()
+
 
 def test_the_cli_writes_its_summary_figures_and_trackio_metrics_at_its_step(two_tasks, tmp_path):
     import sqlite3

@@ -139,3 +139,10 @@ def test_learning_curve_is_drawn_from_the_trainer_state(tmp_path):
     png = report.learning_curve(tmp_path, tmp_path / "curve.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert report.learning_curve(tmp_path / "empty", tmp_path / "none.png") is None
+    # With held-out evaluations of its checkpoints: a third panel, so a taller figure.
+    from PIL import Image
+
+    held_out = {0: {"pass_at_1": 0.1, "pass_at_1_interval": [0.05, 0.2], "graded": 30},
+                2: {"pass_at_1": 0.2, "pass_at_1_interval": [0.1, 0.35], "graded": 30}}
+    tall = report.learning_curve(tmp_path, tmp_path / "tall.png", held_out=held_out)
+    assert Image.open(tall).height > Image.open(png).height
