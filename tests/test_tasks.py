@@ -289,6 +289,11 @@ def test_load_tasks_finds_every_task_sorted(built):
     assert ids == sorted(row["id"] for row in SAMPLE)
 
 
+def test_load_tasks_says_how_to_build_when_there_are_none(tmp_path):
+    with pytest.raises(FileNotFoundError, match="multiharness tasks build"):
+        load_tasks(tmp_path)
+
+
 # ---- reference solutions and grading ----------------------------------------------------------
 
 

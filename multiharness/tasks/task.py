@@ -99,12 +99,18 @@ def load_task(path: Path) -> Task:
 
 
 def load_tasks(root: Path) -> list[Task]:
-    """All tasks under `root` (a task dir, a split dir, or a dir of split dirs), sorted by id."""
+    """All tasks under `root` (a task dir, a split dir, or a dir of split dirs), sorted by id.
+
+    Raises FileNotFoundError when there are none: on a fresh checkout the splits are not built yet,
+    and an empty list would surface later as an unrelated error (an empty dataset, a zero division).
+    """
     root = Path(root)
     if (root / "task.toml").exists():
         return [load_task(root)]
     found = sorted({p.parent for p in root.glob("task.toml")} | {p.parent for p in root.glob("*/task.toml")}
                    | {p.parent for p in root.glob("*/*/task.toml")})
+    if not found:
+        raise FileNotFoundError(f"no tasks under {root}: build the splits with `python -m multiharness tasks build`")
     return sorted((load_task(p) for p in found), key=lambda task: (task.id, str(task.path)))
 
 
