@@ -12,7 +12,7 @@ To train on real teacher rollouts instead, pass `--dataset DIR` with a dataset s
 `datasets.Dataset.save_to_disk` that has the same columns (`messages`, `tools`; tool names
 `bash` and `submit_solution`).
 
-CPU (default; 128 steps of 4 sequences of ~1,300 tokens, 50-85 minutes, see RESULTS.md):
+CPU (default; 128 steps of 4 sequences of ~1,300 tokens; 84 minutes on 2 cores, see RESULTS.md):
     python train/sft.py
 GPU:
     python train/sft.py --preset gpu --model Qwen/Qwen3.5-2B --output outputs/sft-qwen
