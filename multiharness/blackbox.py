@@ -447,6 +447,7 @@ def grpo_config(output: Path, preset: Preset, steps: int, *, bf16: bool, project
         top_k=0,
         max_completion_length=preset.max_tokens * preset.max_model_calls,
         loss_type="dapo",
+        scale_rewards="none",  # as in train/whitebox.py: the tool-call bonus stays a tie-breaker
         beta=0.0,  # no reference model: saves memory; the clipped ratio keeps updates close
         bf16=bf16,
         use_cpu=True,

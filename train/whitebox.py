@@ -174,6 +174,9 @@ def grpo_config(args, preset: Preset, steps: int, bf16: bool):
         max_completion_length=preset.max_completion_length,
         max_tool_calling_iterations=preset.max_tool_calling_iterations,
         loss_type="dapo",
+        # Dr. GRPO's unscaled advantages: dividing by the group's std would turn the reward's
+        # tool-call bonus (a tie-breaker worth <0.1) into a full-size signal in all-correct groups.
+        scale_rewards="none",
         beta=0.0,  # no reference model: saves memory; the clipped ratio keeps updates close
         bf16=bf16,
         use_cpu=not preset.use_vllm,
