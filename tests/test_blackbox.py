@@ -244,6 +244,8 @@ def test_a_mixed_group_trains_only_the_sampled_tokens(trainable, tmp_path):
     sampled = [j for j, m in enumerate(MASK) if m]
     masked = [j for j, m in enumerate(MASK) if not m]
     assert advantages[0] > 0 > advantages[1] and weights > 0  # mixed rewards: a real gradient
+    # Unscaled (Dr. GRPO): reward minus the group's mean, not divided by its std (which gives ±0.707).
+    assert advantages == pytest.approx([0.525, -0.525])
     assert all(per_token[row, j] > 0 for row in (0, 1) for j in sampled)
     assert all(per_token[row, j] == 0 for row in (0, 1) for j in masked)  # tool output and glue: no loss
     # A masked token after the last sampled one changes nothing; a sampled token changes the gradient.
