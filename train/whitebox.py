@@ -18,6 +18,12 @@ CPU (default: SmolLM2-135M or an SFT checkpoint, no vLLM):
     python train/sft.py
     python train/whitebox.py --model outputs/sft --steps 20
 
+A curriculum keeps the run on the templates where the warm start's sampled outcomes are mixed,
+read from its evaluation on training tasks at the rollout temperature (`multiharness.curriculum`):
+    python eval/evaluate.py --loops whitebox --task-dir build/tasks/train --tasks 48 --difficulties easy,medium \
+        --samples 2 --temperature 0.7 --model outputs/sft --output outputs/curriculum/sft
+    python train/whitebox.py --model outputs/sft --curriculum outputs/curriculum/sft
+
 GPU (reference recipe, vLLM server on one GPU, training on another):
     # Terminal 1
     CUDA_VISIBLE_DEVICES=0 trl vllm-serve --model Qwen/Qwen3.5-2B --port 8000 --max-model-len 16384
@@ -44,6 +50,7 @@ from pathlib import Path
 
 from datasets import Dataset
 
+from multiharness.curriculum import mixed_templates
 from multiharness.episode import FailureBudget, FailureBudgetExceeded
 from multiharness.model import cpu_supports_bf16, load_model_and_tokenizer, make_tiny_model
 from multiharness.paths import DEFAULT_MODEL_DIR, DEFAULT_TASKS_DIR
@@ -110,9 +117,23 @@ PRESETS = {
 # ---------------------------------------------------------------- tasks → dataset
 
 
-def task_dataset(tasks_dir: Path, difficulties: tuple[str, ...]) -> Dataset:
-    """One row per task: the fixed system prompt and the task path `reset` opens."""
-    tasks = [t for t in load_tasks(tasks_dir) if t.difficulty in difficulties]
+def task_dataset(tasks_dir: Path, difficulties: tuple[str, ...], curriculum: Path | None = None) -> Dataset:
+    """One row per task: the fixed system prompt and the task path `reset` opens.
+
+    With a curriculum (an evaluation of the warm start on training tasks), only the tasks of the
+    templates whose episodes there were mixed (`multiharness.curriculum`).
+    """
+    tasks = load_tasks(tasks_dir)
+    if curriculum is not None:
+        try:
+            mixed = mixed_templates(curriculum, {t.id for t in tasks})
+        except ValueError as error:
+            raise SystemExit(f"error: {error}") from error
+        if not mixed:
+            raise SystemExit(f"error: no template in {curriculum} had mixed outcomes: nothing for GRPO to learn from")
+        print("curriculum: " + ", ".join(f"{o.template} {o.passed}/{o.graded}" for o in mixed.values()))
+        tasks = [t for t in tasks if t.template in mixed]
+    tasks = [t for t in tasks if t.difficulty in difficulties]
     if not tasks:
         raise SystemExit(f"No {'/'.join(difficulties)} tasks under {tasks_dir}: run `python -m multiharness tasks build`.")
     prompt = prompt_messages("")  # `reset` appends the instruction to the last user message
@@ -144,6 +165,8 @@ def parse_args():
     parser.add_argument("--model", default=None, help="model folder or Hub id (default: SmolLM2-135M; smoke: tiny)")
     parser.add_argument("--tasks", type=Path, default=DEFAULT_TASKS_DIR / "train", help="built training tasks")
     parser.add_argument("--output", type=Path, default=Path("outputs/whitebox"), help="checkpoints and logs")
+    parser.add_argument("--curriculum", type=Path, default=None, metavar="EVAL_DIR",
+                        help="train only on the templates this evaluation of the warm start on training tasks found mixed")
     parser.add_argument("--steps", type=int, default=None, help="override the preset's number of steps")
     parser.add_argument("--save-steps", type=int, default=None, help="override the preset's checkpoint interval")
     parser.add_argument("--sandbox", choices=BACKENDS, default="local", help="where tools run (not with --server)")
@@ -208,13 +231,13 @@ def main():
     os.environ.setdefault("TRACKIO_DIR", str(args.output.resolve() / "trackio"))
     from trl import GRPOTrainer
 
+    dataset = task_dataset(args.tasks, preset.difficulties, args.curriculum)  # a bad curriculum stops here
+    print(f"tasks: {len(dataset)} from {args.tasks}")
+
     model_id = args.model or (make_tiny_model(args.output / "tiny-model") if args.preset == "smoke" else preset.model)
     bf16 = preset.use_vllm or cpu_supports_bf16()
     model, tokenizer = load_model_and_tokenizer(model_id)
     print(f"model: {model_id} (bf16={bf16})")
-
-    dataset = task_dataset(args.tasks, preset.difficulties)
-    print(f"tasks: {len(dataset)} from {args.tasks}")
 
     # One budget for every environment of the run, judged from the first step's rollouts on.
     budget = FailureBudget(MAX_FAILURE_SHARE, min_episodes=preset.rollouts_per_step, desc="rollouts")
@@ -226,7 +249,8 @@ def main():
 
     config = grpo_config(args, preset, steps, bf16)
     (args.output / "training_config.json").write_text(
-        json.dumps({"preset": args.preset, **asdict(preset), "steps": steps, "model": str(model_id)}, indent=2)
+        json.dumps({"preset": args.preset, **asdict(preset), "steps": steps, "model": str(model_id),
+                    "curriculum": str(args.curriculum) if args.curriculum else None}, indent=2)
     )
     trainer = GRPOTrainer(
         model=model,

@@ -1,0 +1,71 @@
+"""A curriculum drawn from the warm start's own outcomes: GRPO trains where its groups are mixed.
+
+A GRPO group teaches only when its rewards differ. With unscaled advantages a group that is all
+right or all wrong has advantage 0 on every token: it adds no gradient, yet costs its rollouts
+and its forward and backward passes. The SFT warm start's outcomes split by template (RESULTS.md:
+some templates it solves nearly always, most never), so most groups drawn at random carry nothing.
+
+DAPO's dynamic sampling drops such groups online, by over-sampling every step until the batch is
+full of mixed ones. On 2 CPU cores the rollouts are most of a step's time, so this does the same
+filtering once, before the run: a sampled evaluation of the warm start on training tasks, at the
+rollout temperature,
+
+    python eval/evaluate.py --loops whitebox --task-dir build/tasks/train --tasks 48 \\
+        --difficulties easy,medium --samples 2 --temperature 0.7 --model outputs/sft --output outputs/curriculum/sft
+
+and the run keeps the templates whose episodes there were neither all right nor all wrong
+(`train/whitebox.py --curriculum outputs/curriculum/sft`). The evaluation must be on training
+tasks: choosing what to train on from test outcomes would leak the held-out set into training.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .evaluation import records_in
+
+
+@dataclass(frozen=True)
+class TemplateOutcomes:
+    """How a template's graded episodes in the curriculum evaluation ended."""
+
+    template: str
+    passed: int
+    graded: int
+
+    @property
+    def mixed(self) -> bool:
+        return 0 < self.passed < self.graded
+
+
+def template_outcomes(records: Iterable[dict]) -> dict[str, TemplateOutcomes]:
+    """Passed and graded episodes per template; ungraded ones (correctness None) say nothing."""
+    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for record in records:
+        if record.get("correctness") is None:
+            continue
+        counts[record["template"]][0] += record["correctness"] == 1
+        counts[record["template"]][1] += 1
+    return {name: TemplateOutcomes(name, passed, graded) for name, (passed, graded) in sorted(counts.items())}
+
+
+def mixed_templates(evaluation: Path, training_task_ids: set[str]) -> dict[str, TemplateOutcomes]:
+    """The templates an evaluation folder found mixed, after checking it ran on training tasks only.
+
+    Raises ValueError when the folder holds no graded episode, or an episode of a task that is not
+    a training task (a test task, or tasks built from another manifest).
+    """
+    records = records_in(evaluation)
+    foreign = sorted({r["task_id"] for r in records} - training_task_ids)
+    if foreign:
+        raise ValueError(
+            f"{evaluation} holds episodes of {len(foreign)} tasks that are not training tasks "
+            f"(first: {foreign[0]}); a curriculum is drawn from training tasks only"
+        )
+    outcomes = template_outcomes(records)
+    if not outcomes:
+        raise ValueError(f"{evaluation} holds no graded episode: run the curriculum evaluation first")
+    return {name: o for name, o in outcomes.items() if o.mixed}
