@@ -55,11 +55,13 @@ def template_outcomes(records: Iterable[dict]) -> dict[str, TemplateOutcomes]:
     return {name: TemplateOutcomes(name, passed, graded) for name, (passed, graded) in sorted(counts.items())}
 
 
-def mixed_templates(evaluation: Path, training_task_ids: set[str]) -> dict[str, TemplateOutcomes]:
-    """The templates an evaluation folder found mixed, after checking it ran on training tasks only.
+def mixed_templates(evaluation: Path, training_task_ids: set[str], loop: str) -> dict[str, TemplateOutcomes]:
+    """The templates whose `loop` episodes in an evaluation folder were mixed.
 
-    Raises ValueError when the folder holds no graded episode, or an episode of a task that is not
-    a training task (a test task, or tasks built from another manifest).
+    Only that loop's episodes count: a template a harness gets wrong may be one the whitebox loop
+    solves. Raises ValueError when the folder holds an episode of a task that is not a training task
+    (a test task, or tasks built from another manifest), no graded episode of the loop, or no
+    mixed template: a run on that curriculum would have nothing to learn from.
     """
     records = records_in(evaluation)
     foreign = sorted({r["task_id"] for r in records} - training_task_ids)
@@ -68,7 +70,10 @@ def mixed_templates(evaluation: Path, training_task_ids: set[str]) -> dict[str, 
             f"{evaluation} holds episodes of {len(foreign)} tasks that are not training tasks "
             f"(first: {foreign[0]}); a curriculum is drawn from training tasks only"
         )
-    outcomes = template_outcomes(records)
+    outcomes = template_outcomes(r for r in records if r["loop"] == loop)
     if not outcomes:
-        raise ValueError(f"{evaluation} holds no graded episode: run the curriculum evaluation first")
-    return {name: o for name, o in outcomes.items() if o.mixed}
+        raise ValueError(f"{evaluation} holds no graded {loop} episode: run the curriculum evaluation first")
+    mixed = {name: o for name, o in outcomes.items() if o.mixed}
+    if not mixed:
+        raise ValueError(f"no template in {evaluation} had mixed {loop} outcomes: nothing for GRPO to learn from")
+    return mixed

@@ -39,14 +39,14 @@ def easy_tasks(tmp_path_factory) -> Path:
     return out
 
 
-def _curriculum(folder: Path, outcomes: dict[str, list]) -> Path:
-    """An evaluation folder as eval/evaluate.py writes it: one pair record per (task, sample)."""
-    (folder / "pairs").mkdir(parents=True)
+def _curriculum(folder: Path, outcomes: dict[str, list], loop: str = "whitebox") -> Path:
+    """An evaluation folder as eval/evaluate.py writes it: one pair record per (task, loop, sample)."""
+    (folder / "pairs").mkdir(parents=True, exist_ok=True)
     for task_id, results in outcomes.items():
         template = task_id.split("-", 2)[2].replace("-", "_")
         for sample, correctness in enumerate(results):
-            record = {"task_id": task_id, "template": template, "loop": "whitebox", "sample": sample, "correctness": correctness}
-            (folder / "pairs" / f"{task_id}--whitebox--{sample}.json").write_text(json.dumps(record))
+            record = {"task_id": task_id, "template": template, "loop": loop, "sample": sample, "correctness": correctness}
+            (folder / "pairs" / f"{task_id}--{loop}--{sample}.json").write_text(json.dumps(record))
     return folder
 
 
@@ -57,6 +57,7 @@ def test_a_curriculum_keeps_only_the_templates_whose_outcomes_were_mixed(easy_ta
         "train-0009-salary-compare": [0, 0],  # all wrong: likewise
         "train-0011-monthly-precipitation": [1, None],  # one graded episode: not mixed
     })
+    _curriculum(tmp_path, {"train-0002-resolution-hours": [0, 0]}, loop="codex")  # another loop's episodes do not count
     dataset = _load_script("train/whitebox.py").task_dataset(easy_tasks, ("easy",), curriculum)
     assert [Path(row["task_path"]).name for row in dataset] == ["train-0001-latest-hire"]
 
@@ -64,7 +65,7 @@ def test_a_curriculum_keeps_only_the_templates_whose_outcomes_were_mixed(easy_ta
 @pytest.mark.parametrize("outcomes, message", [
     ({"test-0000-long-routes": [1, 0]}, "not training tasks"),  # held-out outcomes must not steer training
     ({"train-0001-latest-hire": [1, 1]}, "no template"),
-    ({"train-0001-latest-hire": [None]}, "no graded episode"),
+    ({"train-0001-latest-hire": [None]}, "no graded whitebox episode"),
 ])
 def test_a_curriculum_that_cannot_be_used_stops_the_run_before_it_starts(easy_tasks, tmp_path, outcomes, message):
     with pytest.raises(SystemExit, match=message):
