@@ -62,7 +62,7 @@ from .episode import FailureBudget, Outcome, failed
 from .harnesses import HARNESSES, EpisodeResult, get_runner, prefix_forks, run_episode
 from .harnesses.session import busy_seconds
 from .tasks import Task
-from .whitebox import TOOLS, DataAnalysisEnv, finish_episode, prompt_messages, tool_schemas
+from .whitebox import MAX_TOOL_CALLS, TOOLS, DataAnalysisEnv, finish_episode, prompt_messages, tool_schemas
 
 __all__ = [
     "EVALUATOR_VERSION",
@@ -93,10 +93,10 @@ LOOPS = ("whitebox", *HARNESSES)
 """The loops a model is evaluated in: the project's whitebox tool loop, then each harness."""
 
 LOOP_DEFAULTS = {
-    "whitebox": {"max_model_calls": 4, "max_tokens": 256},
+    "whitebox": {"max_model_calls": MAX_TOOL_CALLS, "max_tokens": 256},
     "harness": {"max_model_calls": 17, "max_tokens": 1024},
 }
-"""Per-episode budgets when none is given: the whitebox loop's are training's (4 calls), a
+"""Per-episode budgets when none is given: the whitebox loop's are training's (`MAX_TOOL_CALLS`), a
 harness gets the capture proxy's (17 calls of up to 1,024 tokens)."""
 
 MAX_FAILURE_SHARE = 0.5

@@ -37,6 +37,7 @@ __all__ = [
     "EPISODE_SECONDS",
     "FILE_TOOLS",
     "MAX_OUTPUT_CHARS",
+    "MAX_TOOL_CALLS",
     "SYSTEM_PROMPT",
     "TOOLS",
     "finish_episode",
@@ -62,6 +63,14 @@ prompt is 1,180 tokens instead of 530, most of a CPU step's compute (bash does w
 
 FILE_TOOLS = ("read", "write", "edit", "ls", "grep", "glob")
 """What `DataAnalysisEnvWithFileTools` adds, for a person in the playground (and for larger models)."""
+
+MAX_TOOL_CALLS = 4
+"""Tool calls a whitebox episode may make, `submit_solution` included: enough for the expert
+trajectories' longest path (a look at the data, a program that fails, the fixed program, the
+answer). The evaluator gives the model this many calls and runs each; GRPO's presets let TRL run
+this many (`max_tool_calling_iterations`), so an episode right in one loop is right in the other.
+With one call fewer in training, an answer submitted on the fourth call was never run and scored
+0, and GRPO taught the policy not to submit there."""
 
 _EPISODE_OVER = "The episode is over: no more tool calls are accepted."
 

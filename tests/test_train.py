@@ -72,6 +72,62 @@ def test_a_curriculum_that_cannot_be_used_stops_the_run_before_it_starts(easy_ta
         _load_script("train/whitebox.py").task_dataset(easy_tasks, ("easy",), _curriculum(tmp_path, outcomes))
 
 
+def _scripted_turns(tokenizer, trajectory: dict) -> list[list[int]]:
+    """Token ids of each assistant turn of `trajectory`, as a model following the chat template samples them."""
+    from multiharness.engine.chat import render_assistant
+
+    messages, turns = trajectory["messages"], []
+    for index, message in enumerate(messages):
+        if message["role"] == "assistant":
+            text = render_assistant(tokenizer, messages[:index], trajectory["tools"], message)
+            turns.append(tokenizer(text, add_special_tokens=False)["input_ids"])
+    return turns
+
+
+@pytest.mark.parametrize("tool_calls_run, correctness", [
+    (None, 1.0),  # the cpu preset: look, failed program, fixed program, answer; all four run, as in the evaluator
+    (3, 0.0),  # one call fewer: the answer on the fourth call is never run, so a right episode scores 0
+])
+def test_the_grpo_loop_runs_as_many_tool_calls_as_the_evaluator(easy_tasks, tmp_path, tool_calls_run, correctness):
+    # TRL's own tool loop with our environment and sandbox; only the model is replaced, by a script
+    # that replays an expert trajectory with a recovery (four tool calls, the answer last).
+    import dataclasses
+
+    from trl import GRPOTrainer
+
+    from multiharness.evaluation import LOOP_DEFAULTS
+    from multiharness.expert import expert_trajectory
+    from multiharness.model import load_model_and_tokenizer, make_tiny_model
+    from multiharness.tasks import load_tasks
+    from multiharness.whitebox import DataAnalysisEnv, finish_episode
+
+    script = _load_script("train/whitebox.py")
+    preset = script.PRESETS["cpu"]
+    assert preset.max_tool_calling_iterations == LOOP_DEFAULTS["whitebox"]["max_model_calls"]
+    task = load_tasks(easy_tasks)[0]
+    trajectory = expert_trajectory(task, recover=True)
+    assert sum(len(m.get("tool_calls") or []) for m in trajectory["messages"]) == 4
+
+    preset = dataclasses.replace(preset, num_generations=2, rollouts_per_step=2, micro_batch_size=2,
+                                 max_tool_calling_iterations=tool_calls_run or preset.max_tool_calling_iterations)
+    args = SimpleNamespace(output=tmp_path, vllm_server=None, save_steps=None, space_id=None)
+    config = script.grpo_config(args, preset, steps=1, bf16=False)
+    config.report_to = []
+    model, tokenizer = load_model_and_tokenizer(make_tiny_model(tmp_path / "tiny"))
+    dataset = script.task_dataset(easy_tasks, ("easy",)).filter(lambda row: row["task_path"] == str(task.path))
+    trainer = GRPOTrainer(model=model, processing_class=tokenizer, args=config, train_dataset=dataset,
+                          reward_funcs=script.episode_reward, environment_factory=DataAnalysisEnv)
+    turns = _scripted_turns(tokenizer, trajectory)
+
+    def replay(prompt_ids, *args, **kwargs):  # the next expert turn, after as many as the prompt already holds
+        return [turns[tokenizer.decode(ids).count("<|im_start|>assistant") - 1] for ids in prompt_ids], None
+
+    trainer._generate_single_turn = replay
+    trainer._generate_and_score_completions([dataset[0], dataset[0]])
+    outcomes = [finish_episode(environment) for environment in trainer.environments]
+    assert [(o.correctness, o.tool_calls) for o in outcomes] == [(correctness, 3)] * 2
+
+
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_help_is_the_manual(script):
     result = _run([script, "--help"], timeout=120)

@@ -57,7 +57,7 @@ from multiharness.paths import DEFAULT_MODEL_DIR, DEFAULT_TASKS_DIR
 from multiharness.remote import RemoteDataAnalysisEnv, check_server
 from multiharness.sandbox import BACKENDS
 from multiharness.tasks import load_tasks
-from multiharness.whitebox import DataAnalysisEnv, finish_episode, prompt_messages
+from multiharness.whitebox import MAX_TOOL_CALLS, DataAnalysisEnv, finish_episode, prompt_messages
 
 
 VLLM_SERVER = "http://127.0.0.1:8000"  # where `trl vllm-serve` listens by default
@@ -77,7 +77,7 @@ class Preset:
     learning_rate: float
     temperature: float  # sampling temperature of the rollouts (full vocabulary: top_p 1, top_k 0)
     max_completion_length: int  # tokens per rollout, tool outputs included
-    max_tool_calling_iterations: int  # model calls per rollout after the first
+    max_tool_calling_iterations: int  # tool calls TRL runs per rollout (the model speaks once more after the last)
     save_steps: int
     use_vllm: bool
 
@@ -87,17 +87,18 @@ PRESETS = {
     # batches of 2 keep the backward pass within a laptop's memory (8 at once went past 24 GB).
     # T 0.7: the SFT warm start is sharp, and at T 1 most of its sampled programs broke (RESULTS.md);
     # 1,280 tokens hold a look at the data, a program, its output and the answer (the expert
-    # trajectories' completions: mean 744, 90th percentile 1,187).
+    # trajectories' completions: mean 744, 90th percentile 1,187). MAX_TOOL_CALLS: the evaluator's
+    # budget, so that an answer on the fourth call counts here as it does there.
     "cpu": Preset(
         model=str(DEFAULT_MODEL_DIR), difficulties=("easy", "medium"), steps=10, num_generations=4,
         rollouts_per_step=8, micro_batch_size=2, learning_rate=2e-5, temperature=0.7, max_completion_length=1280,
-        max_tool_calling_iterations=3, save_steps=5, use_vllm=False,
+        max_tool_calling_iterations=MAX_TOOL_CALLS, save_steps=5, use_vllm=False,
     ),
     # The main job's share of 15 minutes on 2 cores: two steps of one group of 4.
     "quickstart": Preset(
         model=str(DEFAULT_MODEL_DIR), difficulties=("easy", "medium"), steps=2, num_generations=4,
         rollouts_per_step=4, micro_batch_size=2, learning_rate=2e-5, temperature=0.7, max_completion_length=1280,
-        max_tool_calling_iterations=3, save_steps=1, use_vllm=False,
+        max_tool_calling_iterations=MAX_TOOL_CALLS, save_steps=1, use_vllm=False,
     ),
     # The reference recipe for LFM2.5-2.6B / Qwen3.5-2B: lr 3e-6 constant, T 0.8, 8 x 2 rollouts.
     "gpu": Preset(
