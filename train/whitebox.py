@@ -87,9 +87,9 @@ PRESETS = {
     # batches of 2 keep the backward pass within a laptop's memory (8 at once went past 24 GB).
     # T 0.7: the SFT warm start is sharp, and at T 1 most of its sampled programs broke (RESULTS.md);
     # 1,792 tokens hold every expert trajectory up to its answer (mean 724, 90th percentile 1,181,
-    # longest 1,649; 1,280 cut 36 of the 128 that recover from a failed program:
-    # benchmarks/trajectory_lengths.py), and
-    # MAX_TOOL_CALLS is the evaluator's budget: an episode right there is not cut short here.
+    # longest 1,649; 1,280 cut 36 of the 128 that recover from a failed program, as
+    # benchmarks/trajectory_lengths.py shows), and MAX_TOOL_CALLS is the evaluator's budget: an
+    # episode right there is not cut short here.
     "cpu": Preset(
         model=str(DEFAULT_MODEL_DIR), difficulties=("easy", "medium"), steps=10, num_generations=4,
         rollouts_per_step=8, micro_batch_size=2, learning_rate=2e-5, temperature=0.7, max_completion_length=1792,
