@@ -32,9 +32,10 @@ GPU (reference recipe, vLLM server on one GPU, training on another):
 
 Against a remote environment (`--server URL`): the tools run and the episodes are graded by a
 whitebox server (`envs/whitebox`, or its Space), built from the same task manifests; the trainer
-only generates and learns. Its MAX_SESSIONS must be at least the preset's rollouts per step.
+only generates and learns. Its MAX_SESSIONS must be at least the preset's rollouts per step, and its
+SESSION_SECONDS at least a step's generation (EPISODE_SECONDS below says why).
     # Terminal 1
-    cd envs/whitebox && python -m server.app --port 8001
+    cd envs/whitebox && SESSION_SECONDS=3600 python -m server.app --port 8001
     # Terminal 2
     python train/whitebox.py --model outputs/sft --server http://127.0.0.1:8001
 
@@ -62,6 +63,11 @@ from multiharness.whitebox import MAX_TOOL_CALLS, DataAnalysisEnv, finish_episod
 
 VLLM_SERVER = "http://127.0.0.1:8000"  # where `trl vllm-serve` listens by default
 MAX_FAILURE_SHARE = 0.5  # ungraded rollouts a run tolerates: past half, the infrastructure is broken, not flaky
+# A rollout's wall-clock budget. TRL generates a step's rollouts together, turn by turn, so each
+# episode's clock runs through every other rollout's generation too: on 2 busy cores a step took
+# 815 s (RESULTS.md), past the environment's default of 600 s, after which its tools refuse and an
+# answer not yet given scores 0. TRL's tool-call budget bounds an episode; this catches a hung one.
+EPISODE_SECONDS = 3600.0
 
 
 @dataclass(frozen=True)
@@ -245,7 +251,7 @@ def main():
     def make_env():
         if args.server:  # same tools and reward, run and graded by the server
             return RemoteDataAnalysisEnv(args.server, budget=budget)
-        return DataAnalysisEnv(sandbox=args.sandbox, budget=budget)
+        return DataAnalysisEnv(sandbox=args.sandbox, episode_seconds=EPISODE_SECONDS, budget=budget)
 
     config = grpo_config(args, preset, steps, bf16)
     (args.output / "training_config.json").write_text(
