@@ -46,7 +46,7 @@ CI smoke run (tiny random model, 2 steps):
 import argparse
 import json
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from datasets import Dataset
@@ -175,6 +175,7 @@ def parse_args():
     parser.add_argument("--curriculum", type=Path, default=None, metavar="EVAL_DIR",
                         help="train only on the templates this evaluation of the warm start on training tasks found mixed")
     parser.add_argument("--steps", type=int, default=None, help="override the preset's number of steps")
+    parser.add_argument("--learning-rate", type=float, default=None, help="override the preset's learning rate")
     parser.add_argument("--save-steps", type=int, default=None, help="override the preset's checkpoint interval")
     parser.add_argument("--sandbox", choices=BACKENDS, default="local", help="where tools run (not with --server)")
     parser.add_argument("--server", default=None, metavar="URL",
@@ -227,6 +228,8 @@ def grpo_config(args, preset: Preset, steps: int, bf16: bool):
 def main():
     args = parse_args()
     preset = PRESETS[args.preset]
+    if args.learning_rate is not None:
+        preset = replace(preset, learning_rate=args.learning_rate)
     steps = args.steps or preset.steps
     if args.server:
         try:
