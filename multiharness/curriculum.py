@@ -18,7 +18,7 @@ and the run keeps the templates whose episodes there were neither all right nor 
 tasks: choosing what to train on from test outcomes would leak the held-out set into training.
 
 Measured (RESULTS.md): from the `cpu` SFT preset it raised the groups with mixed rewards from 4 to
-10 of 20 in the `cpu` GRPO preset (14 of 20 once training ran the evaluator's four tool calls), and
+10 of 20 in the `cpu` GRPO preset (13–14 of 20 once training ran the evaluator's four tool calls), and
 held-out pass@1 did not rise with them.
 """
 

@@ -108,10 +108,10 @@ def test_the_grpo_loop_runs_as_many_tool_calls_as_the_evaluator(easy_tasks, tmp_
     trajectory = expert_trajectory(task, recover=True)
     assert sum(len(m.get("tool_calls") or []) for m in trajectory["messages"]) == 4
 
-    preset = dataclasses.replace(preset, num_generations=2, rollouts_per_step=2, micro_batch_size=2,
+    preset = dataclasses.replace(preset, steps=1, num_generations=2, rollouts_per_step=2, micro_batch_size=2,
                                  max_tool_calling_iterations=tool_calls_run or preset.max_tool_calling_iterations)
-    args = SimpleNamespace(output=tmp_path, vllm_server=None, save_steps=None, space_id=None)
-    config = script.grpo_config(args, preset, steps=1, bf16=False)
+    args = SimpleNamespace(output=tmp_path, vllm_server=None, space_id=None)
+    config = script.grpo_config(args, preset, bf16=False)
     config.report_to = []
     model, tokenizer = load_model_and_tokenizer(make_tiny_model(tmp_path / "tiny"))
     dataset = script.task_dataset(easy_tasks, ("easy",)).filter(lambda row: row["task_path"] == str(task.path))
@@ -142,9 +142,23 @@ def test_gpu_preset_uses_only_keywords_the_installed_grpo_config_has(monkeypatch
     script = _load_script("train/whitebox.py")
     recorded = {}
     monkeypatch.setattr(trl, "GRPOConfig", lambda **kwargs: recorded.update(kwargs))
-    args = SimpleNamespace(output=Path("out"), vllm_server=script.VLLM_SERVER, save_steps=None, space_id=None)
-    script.grpo_config(args, script.PRESETS["gpu"], steps=500, bf16=True)
+    args = SimpleNamespace(output=Path("out"), vllm_server=script.VLLM_SERVER, space_id=None)
+    script.grpo_config(args, script.PRESETS["gpu"], bf16=True)
     assert set(recorded) <= accepted and recorded["use_vllm"] and recorded["vllm_mode"] == "server"
+
+
+def test_command_line_overrides_reach_the_grpo_config(monkeypatch):
+    import trl
+
+    script = _load_script("train/whitebox.py")
+    monkeypatch.setattr(sys, "argv", ["whitebox.py", "--steps", "4", "--learning-rate", "3e-7", "--save-steps", "2"])
+    args = script.parse_args()
+    preset = script.run_preset(args)
+    assert preset.temperature == script.PRESETS["cpu"].temperature  # what is not overridden is the preset's
+    recorded = {}
+    monkeypatch.setattr(trl, "GRPOConfig", lambda **kwargs: recorded.update(kwargs))
+    script.grpo_config(args, preset, bf16=False)
+    assert (recorded["max_steps"], recorded["learning_rate"], recorded["save_steps"]) == (4, 3e-7, 2)
 
 
 def test_gpu_preset_is_the_reference_recipe():

@@ -189,13 +189,13 @@ def parse_args():
     return parser.parse_args()
 
 
-def grpo_config(args, preset: Preset, steps: int, bf16: bool):
+def grpo_config(args, preset: Preset, bf16: bool):
     """The whole TRL configuration of a run, in one visible call."""
     from trl import GRPOConfig
 
     return GRPOConfig(
         output_dir=str(args.output),
-        max_steps=steps,
+        max_steps=preset.steps,
         learning_rate=preset.learning_rate,
         lr_scheduler_type="constant",
         num_generations=preset.num_generations,
@@ -219,7 +219,7 @@ def grpo_config(args, preset: Preset, steps: int, bf16: bool):
         vllm_mode="server",  # a `trl vllm-serve` process on its own GPU (see the docstring)
         vllm_server_base_url=args.vllm_server if preset.use_vllm else None,
         chat_template_kwargs={"enable_thinking": False},  # non-thinking template for hybrid models
-        save_steps=args.save_steps or preset.save_steps,
+        save_steps=preset.save_steps,
         logging_steps=1,
         report_to="trackio",
         project="multiharness-whitebox",
@@ -228,12 +228,15 @@ def grpo_config(args, preset: Preset, steps: int, bf16: bool):
     )
 
 
+def run_preset(args) -> Preset:
+    """The named preset with the command line's overrides: what runs, and what training_config.json records."""
+    overrides = {"steps": args.steps, "learning_rate": args.learning_rate, "save_steps": args.save_steps}
+    return replace(PRESETS[args.preset], **{name: value for name, value in overrides.items() if value is not None})
+
+
 def main():
     args = parse_args()
-    preset = PRESETS[args.preset]
-    if args.learning_rate is not None:
-        preset = replace(preset, learning_rate=args.learning_rate)
-    steps = args.steps or preset.steps
+    preset = run_preset(args)
     if args.server:
         try:
             check_server(args.server)  # before the model loads: a wrong URL stops here, not after a step
@@ -260,9 +263,9 @@ def main():
             return RemoteDataAnalysisEnv(args.server, budget=budget)
         return DataAnalysisEnv(sandbox=args.sandbox, episode_seconds=EPISODE_SECONDS, budget=budget)
 
-    config = grpo_config(args, preset, steps, bf16)
+    config = grpo_config(args, preset, bf16)
     (args.output / "training_config.json").write_text(
-        json.dumps({"preset": args.preset, **asdict(preset), "steps": steps, "model": str(model_id),
+        json.dumps({"preset": args.preset, **asdict(preset), "model": str(model_id),
                     "curriculum": str(args.curriculum) if args.curriculum else None}, indent=2)
     )
     trainer = GRPOTrainer(
@@ -273,7 +276,7 @@ def main():
         reward_funcs=episode_reward,
         environment_factory=make_env,
     )
-    print(f"training {steps} steps ({preset.rollouts_per_step} rollouts per step)")
+    print(f"training {preset.steps} steps ({preset.rollouts_per_step} rollouts per step)")
     try:
         with budget:
             trainer.train(resume_from_checkpoint=True if args.resume else None)
