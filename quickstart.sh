@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The main job on a laptop CPU (about 15 minutes on 2 cores): measure the base model on held-out
+# The main job on a laptop CPU (36 minutes on 2 cores, RESULTS.md): measure the base model on held-out
 # test tasks, SFT warm start on expert trajectories, a few GRPO steps in the whitebox loop,
 # measure again, and print a before/after table. Each line is a command you can run alone;
-# the `quickstart` presets in train/ are sized for the time budget. The longer CPU run in
+# the `quickstart` presets in train/ are its small sizes. The longer CPU run in
 # RESULTS.md is the same job with the `cpu` presets and a larger test sample:
 #   PRESET=cpu EVAL_TASKS="--tasks 100 --difficulties easy,medium" OUT=outputs/long ./quickstart.sh
 set -euo pipefail

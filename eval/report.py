@@ -8,8 +8,8 @@ Each NAME=DIR is a folder written by eval/evaluate.py. Prints one column per eva
 with its Wilson 95% interval per loop, tier and seen/unseen template, then mean reward, tool
 calls and coverage, exactly as measured; then, for each evaluation against the one before it,
 the difference in pass@1 over the pairs both graded and McNemar's exact p-value (the paired
-test: the same tasks, so only the tasks whose outcome changed carry evidence). `--markdown`
-prints the same as a Markdown table.
+test: the same tasks, so only the tasks whose outcome changed carry evidence), and whether the
+two were of the same weights. `--markdown` prints the same as a Markdown table.
 """
 
 import argparse
@@ -64,12 +64,17 @@ def comparisons(evaluations: dict[str, tuple[dict, list[dict]]]) -> list[str]:
         if not test["pairs"]:
             lines.append(f"{after} vs {before}: no pair graded in both")
             continue
-        lines.append(
+        line = (
             f"{after} vs {before}: pass@1 {test['after']:.2f} vs {test['before']:.2f} over the {test['pairs']} pairs "
             f"both graded ({test['difference']:+.2f}, {test['difference'] * test['pairs']:+.0f} tasks); "
             f"{test['only_after']} solved only by {after}, {test['only_before']} only by {before}; "
             f"McNemar exact p = {test['p_value']:.3g}"
         )
+        weights = [evaluations[name][0]["identity"].get("weights_sha256") for name in (before, after)]
+        if weights[0] and weights[0] == weights[1]:
+            # GRPO with no reward spread in any group has no gradient: its checkpoint is its start, bit for bit.
+            line += f"; the same weights (sha256 {weights[0][:12]}): training between them changed nothing"
+        lines.append(line)
     return lines
 
 

@@ -232,9 +232,10 @@ def test_matrix_of_two_tasks_in_five_loops_resumes_only_the_pair_made_to_fail(tw
 def test_report_compares_evaluations_with_a_paired_test(task, tmp_path):
     report = _load_script("eval/report.py")
     folders = {}
-    for name, outcomes in (("base", [0, 0, 0]), ("sft", [1, 1, 0])):
+    for name, outcomes, weights in (("base", [0, 0, 0], "a" * 64), ("sft", [1, 1, 0], "b" * 64),
+                                    ("grpo", [1, 1, 0], "b" * 64)):
         pairs = [Pair(type(task)(**{**task.__dict__, "id": f"t{i}"}), "whitebox") for i in range(3)]
-        evaluation = Evaluation(tmp_path / name, {"model": name}, pairs)
+        evaluation = Evaluation(tmp_path / name, {"model": name, "weights_sha256": weights}, pairs)
         for pair, correctness in zip(pairs, outcomes):
             record = _record(pair.task.id, correctness=correctness)
             (tmp_path / name / "pairs").mkdir(parents=True, exist_ok=True)
@@ -242,9 +243,12 @@ def test_report_compares_evaluations_with_a_paired_test(task, tmp_path):
         evaluation.summary()
         folders[name] = report.load(tmp_path / name)
     table = dict(report.rows({n: s for n, (s, _) in folders.items()}))
-    assert table["pass@1"] == ["0.00 [0.00, 0.56]", "0.67 [0.21, 0.94]"]
-    [line] = report.comparisons(folders)
-    assert "+0.67" in line and "2 solved only by sft, 0 only by base" in line and "p = 0.5" in line
+    assert table["pass@1"] == ["0.00 [0.00, 0.56]", "0.67 [0.21, 0.94]", "0.67 [0.21, 0.94]"]
+    sft_vs_base, grpo_vs_sft = report.comparisons(folders)
+    assert "+0.67" in sft_vs_base and "2 solved only by sft, 0 only by base" in sft_vs_base and "p = 0.5" in sft_vs_base
+    assert "same weights" not in sft_vs_base
+    # A GRPO run whose groups all had zero reward spread saves its start unchanged: the report says so.
+    assert grpo_vs_sft.endswith("the same weights (sha256 bbbbbbbbbbbb): training between them changed nothing")
 
     # A checkpoint step that names no evaluation is refused before anything is drawn.
     cli = [sys.executable, "eval/report.py", f"base={tmp_path / 'base'}", f"sft={tmp_path / 'sft'}",
