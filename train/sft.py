@@ -57,7 +57,7 @@ PRESETS = {
         model=str(DEFAULT_MODEL_DIR), trajectories=512, difficulties=("easy", "medium"), steps=128,
         batch_size=4, learning_rate=1e-4, max_length=2048,
     ),
-    # The main job's: one pass over 24 trajectories (~1,500 tokens each), 6 minutes on 2 cores.
+    # The main job's preset: one pass over 24 trajectories (~1,500 tokens each), 6 minutes on 2 cores.
     "quickstart": Preset(
         model=str(DEFAULT_MODEL_DIR), trajectories=24, difficulties=("easy", "medium"), steps=12,
         batch_size=2, learning_rate=1e-4, max_length=2048,
