@@ -26,12 +26,13 @@ import httpx
 
 from .capture import DEFAULT_MAX_MODEL_CALLS, DEFAULT_MAX_TOKENS, DEFAULT_WALL_TIME_S, CaptureError, CaptureProxy, start_capture
 from .paths import DEFAULT_MODEL_DIR
-from .tasks import Task, find_task, solution_command
+from .tasks import Task, find_task, look_command, solution_command
 
 __all__ = ["POLICIES", "Endpoint", "open_endpoint"]
 
 POLICIES = ("model", "scripted")
-"""What answers the harness's model calls: the model, or the reference solution played by script."""
+"""What answers the harness's model calls: the model, or an expert episode played by script (`ScriptedPolicy`:
+look at the input files, run the reference solution, submit)."""
 _MODELS_TIMEOUT_S = 30.0
 
 
@@ -77,8 +78,10 @@ def _scripted(model_dir: Path, tasks: Sequence[Task]):
         raise ValueError("the scripted policy plays the tasks' reference solutions: give it the tasks")
     tokenizer = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
     if len(tasks) == 1:
-        return ScriptedPolicy(tokenizer, solution_command(tasks[0]))
-    return ScriptedPolicy(tokenizer, lambda messages: solution_command(find_task(list(tasks), messages)))
+        return ScriptedPolicy(tokenizer, solution_command(tasks[0]), look_command=look_command(tasks[0]))
+    tasks = list(tasks)
+    return ScriptedPolicy(tokenizer, lambda messages: solution_command(find_task(tasks, messages)),
+                          look_command=lambda messages: look_command(find_task(tasks, messages)))
 
 
 @contextlib.contextmanager
@@ -96,8 +99,8 @@ def open_endpoint(
 
     `source` is an `http(s)://` URL of a running engine, a model folder, or an engine object
     (a `LocalEngine` on a model that is training: served as it is, named `model_name`). With
-    `policy="scripted"` the folder gives only the tokenizer, and the reference solutions of
-    `tasks` answer (the task of each call is found from the instruction in its prompt).
+    `policy="scripted"` the folder gives only the tokenizer, and expert episodes of `tasks`
+    answer (a look at the input files, the reference solution, the submission) (the task of each call is found from the instruction in its prompt).
     """
     from .engine import EngineServer, LocalEngine
 

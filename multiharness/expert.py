@@ -16,52 +16,40 @@ the real one from the sandbox:
 The rows use TRL's conversational format (`messages` + `tools`), so a dataset of real teacher
 rollouts in the same format (for example `FineEnvs/SmolDataEnvs-sft`, converted to these tool
 names) can replace them unchanged.
+
+A harness has its own system prompt, tools and turn format, and a model warm-started in the
+whitebox loop meets them for the first time at evaluation. `harness_expert_dataset` builds the
+warm start of one harness instead: the scripted expert (`ScriptedPolicy`: look, solve and write
+the answer, submit) plays each task through the real CLI behind the capture proxy, and each
+graded-1 episode becomes one row of token ids exactly as the harness sent them
+(`blackbox.trace_row`), with a mask on the tokens the model would have sampled. TRL's
+`SFTTrainer` trains on such rows as they are (`input_ids` + `completion_mask`).
 """
 
 import logging
 import re
-import shlex
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 from .episode import score
-from .layout import INPUT_DIR
 from .sandbox import SandboxError
-from .tasks import Task, solution_command
+from .tasks import Task, look_command, solution_command
 from .whitebox import DataAnalysisEnv, prompt_messages, tool_schemas
 
-__all__ = ["RECOVERY_EVERY", "expert_trajectory", "expert_dataset", "look_command"]
+__all__ = ["RECOVERY_EVERY", "expert_trajectory", "expert_dataset", "harness_expert_dataset"]
 
 logger = logging.getLogger(__name__)
 
 RECOVERY_EVERY = 4
 """One trajectory in this many first runs a program with a wrong column name, then the right one."""
 
-_PANDAS_READERS = {".parquet": "read_parquet", ".json": "read_json"}
 _EXIT_CODE = re.compile(r"\[exit code (-?\d+)[^\]]*\]\s*$")
 _NAME_LITERAL = re.compile(r"""(["'])([a-z][a-z0-9_]*)\1""")
 
 
 def _call(name: str, arguments: dict) -> dict:
     return {"type": "function", "function": {"name": name, "arguments": arguments}}
-
-
-def look_command(task: Task) -> str:
-    """One command showing every input file: the first lines of text files, two rows of the others,
-    the CREATE TABLE statements of SQLite files."""
-    parts = []
-    for path in sorted(task.input_dir.iterdir()):
-        name, suffix = path.name, path.suffix
-        if suffix in (".csv", ".jsonl"):
-            look = f"head -n 3 {name}"
-        elif suffix in _PANDAS_READERS:
-            program = f'import pandas as pd; print(pd.{_PANDAS_READERS[suffix]}("{name}").head(2).to_string())'
-            look = f"python3 -c {shlex.quote(program)}"
-        elif suffix == ".db":
-            program = f'import sqlite3; [print(s) for (s,) in sqlite3.connect("{name}").execute("select sql from sqlite_master")]'
-            look = f"python3 -c {shlex.quote(program)}"
-        else:
-            look = f"head -c 300 {name}"
-        parts.append(f"echo '== {name}'; {look}")
-    return f"cd {INPUT_DIR}; " + "; ".join(parts)
 
 
 def _exit_code(observation: str) -> int | None:
@@ -133,4 +121,41 @@ def expert_dataset(tasks: list[Task], sandbox: str = "local"):
     # Json columns keep each tool call's own argument names; Arrow structs would merge them
     # across rows (`{"command": ..., "answer": None}`), which the chat template would render.
     features = Features({"task_id": Value("string"), "messages": Json(), "tools": Json()})
+    return Dataset.from_list(rows, features=features)
+
+
+def harness_expert_dataset(harness: str, tasks: Sequence[Task], tokenizer_dir: str | Path, *, sandbox: str = "local",
+                           concurrency: int = 4, timeout_s: float = 300.0):
+    """A `datasets.Dataset` of the scripted expert's episodes in `harness`, as the harness sent them.
+
+    Columns: `task_id`, `harness`, `input_ids` (the trace's token ids, in the chat template of
+    `tokenizer_dir`: the model to train must share it) and `completion_mask` (1 on the expert's own
+    tokens). Episodes that did not grade 1 or left no trace are left out and logged.
+    """
+    from datasets import Dataset, Features, Sequence as Column, Value
+
+    from .blackbox import trace_row
+    from .endpoint import open_endpoint
+    from .harnesses import run_episode
+
+    def play(task: Task):
+        # One scripted endpoint per task: tasks that share an instruction (other data) cannot be
+        # told apart from a prompt, so one endpoint for all could not know which to play.
+        with open_endpoint(tokenizer_dir, policy="scripted", tasks=[task]) as endpoint:
+            return task, *run_episode(harness, task, endpoint.proxy, model=endpoint.model, sandbox=sandbox,
+                                      timeout_s=timeout_s)
+
+    rows = []
+    with ThreadPoolExecutor(concurrency) as pool:
+        for task, result, trace in pool.map(play, tasks):
+            outcome = result.outcome
+            if outcome is None or outcome.correctness != 1 or trace is None:
+                why = result.capture_error or (outcome and (outcome.error or f"graded {outcome.correctness}"))
+                logger.warning("task %s: the expert's %s episode gave no row (%s); skipped", task.id, harness, why)
+                continue
+            row = trace_row(trace)
+            rows.append({"task_id": task.id, "harness": harness, "input_ids": row.prompt_ids + row.completion_ids,
+                         "completion_mask": [0] * len(row.prompt_ids) + row.env_mask})
+    features = Features({"task_id": Value("string"), "harness": Value("string"),
+                         "input_ids": Column(Value("int32")), "completion_mask": Column(Value("int8"))})
     return Dataset.from_list(rows, features=features)

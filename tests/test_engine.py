@@ -590,8 +590,8 @@ def test_scripted_policy_calls_each_harness_shell_tool(tiny, harness, tool, name
     _, tokenizer = tiny
     tools = OTHER_TOOLS + [tool]
     assert shell_tool_call(tools, "wc -l a.csv") == (name, arguments)
-    # And the same call survives the round trip through tokens and the parser.
-    with EngineServer(ScriptedPolicy(tokenizer, "wc -l a.csv"), model_name="scripted") as server:
+    # And the same call (the first of the script: the look) survives the round trip through tokens and the parser.
+    with EngineServer(ScriptedPolicy(tokenizer, "true", look_command="wc -l a.csv"), model_name="scripted") as server:
         call = chat(server, tools=tools)["choices"][0]["message"]["tool_calls"][0]["function"]
     assert (call["name"], json.loads(call["arguments"])) == (name, arguments)
 
@@ -601,12 +601,13 @@ def test_scripted_policy_refuses_tools_without_a_shell(tiny):
         shell_tool_call(OTHER_TOOLS, "ls")
 
 
-def test_scripted_policy_plays_solve_write_answer_then_stops(tiny):
+def test_scripted_policy_plays_look_solve_then_stops(tiny):
     """Turn by turn, through the server: the token ids chain by prefix and every logprob is 0."""
     _, tokenizer = tiny
     messages = [{"role": "user", "content": "How many rows?"}]
     replies, previous = [], None
-    with EngineServer(ScriptedPolicy(tokenizer, "wc -l < a.csv"), model_name="scripted") as server:
+    policy = ScriptedPolicy(tokenizer, "wc -l < a.csv", look_command="head -n 3 a.csv")
+    with EngineServer(policy, model_name="scripted") as server:
         for _ in range(3):
             answer = chat(server, messages=messages, tools=[BASH], logprobs=True, return_token_ids=True)
             choice = answer["choices"][0]
@@ -620,19 +621,31 @@ def test_scripted_policy_plays_solve_write_answer_then_stops(tiny):
             for call in message.get("tool_calls") or []:
                 messages.append({"role": "tool", "tool_call_id": call["id"], "content": "42"})
     commands = [json.loads(m["tool_calls"][0]["function"]["arguments"])["command"] for m in replies[:2]]
-    assert commands == ["wc -l < a.csv", f"(wc -l < a.csv\n) > {ANSWER_PATH}"]
+    assert commands == ["head -n 3 a.csv", f"(wc -l < a.csv\n) | tee {ANSWER_PATH}"]
     assert replies[2] == {"role": "assistant", "content": FINAL_MESSAGE}
+
+
+def test_scripted_policy_submits_with_the_whitebox_answer_tool(tiny):
+    _, tokenizer = tiny
+    submit = _tool("submit_solution", {"answer": STRING}, ["answer"])
+    policy = ScriptedPolicy(tokenizer, "wc -l < a.csv")
+    messages = [{"role": "user", "content": "How many rows?"}]
+    first = policy.reply(messages, tools=[BASH, submit])
+    messages += [first, {"role": "tool", "content": "42\n[exit code 0]"}]
+    second = policy.reply(messages, tools=[BASH, submit])
+    assert first["tool_calls"][0]["function"]["arguments"] == {"command": "wc -l < a.csv"}
+    assert second["tool_calls"][0]["function"] == {"name": "submit_solution", "arguments": {"answer": "42"}}
 
 
 def test_scripted_policy_speaks_mini_swe_agent_text_protocol(tiny):
     _, tokenizer = tiny
-    policy = ScriptedPolicy(tokenizer, "wc -l < a.csv")
+    policy = ScriptedPolicy(tokenizer, "wc -l < a.csv", look_command="head -n 3 a.csv")
     system = {"role": "system", "content": f"Finish with `echo {SUBMIT_SENTINEL}`."}
     turns = [[system, {"role": "user", "content": "task"}]]
     for _ in range(3):
         reply = policy.reply(turns[-1], tools=None)
         turns.append(turns[-1] + [reply, {"role": "user", "content": "<returncode>0</returncode>"}])
     texts = [t[-2]["content"] for t in turns[1:]]
-    assert "```mswea_bash_command\nwc -l < a.csv\n```" in texts[0]
-    assert f"```mswea_bash_command\n(wc -l < a.csv\n) > {ANSWER_PATH}\n```" in texts[1]
+    assert "```mswea_bash_command\nhead -n 3 a.csv\n```" in texts[0]
+    assert f"```mswea_bash_command\n(wc -l < a.csv\n) | tee {ANSWER_PATH}\n```" in texts[1]
     assert f"```mswea_bash_command\necho {SUBMIT_SENTINEL}\n```" in texts[2]

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from multiharness.expert import expert_trajectory, look_command
-from multiharness.tasks import load_task
+from multiharness.expert import expert_trajectory
+from multiharness.tasks import load_task, look_command
 from multiharness.tasks.build import build_task, load_manifest
 
 

@@ -192,6 +192,40 @@ def test_sft_smoke_run_trains_and_saves(easy_tasks, tmp_path):
 
 
 @pytest.mark.slow
+def test_harness_warm_start_trains_on_the_token_ids_the_harness_sent(easy_tasks, tmp_path):
+    # The scripted expert plays each task through the real mini-swe-agent CLI behind the capture
+    # proxy; the SFT rows are the captured ids, trained on the expert's own tokens only.
+    from datasets import load_from_disk
+    from transformers import AutoTokenizer
+
+    from multiharness.engine.scripted import SUBMIT_SENTINEL
+    from multiharness.layout import ANSWER_PATH
+    from multiharness.tasks import load_tasks, look_command
+
+    result = _run(["train/sft.py", "--preset", "smoke", "--harness", "mini-swe-agent", "--tasks", str(easy_tasks),
+                   "--output", str(tmp_path)])
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads((tmp_path / "training_config.json").read_text())["harness"] == "mini-swe-agent"
+    assert (tmp_path / "model.safetensors").exists()
+    rows = load_from_disk(str(tmp_path / "expert_trajectories"))
+    tasks = {task.id: task for task in load_tasks(easy_tasks)}
+    assert sorted(rows["task_id"]) == sorted(tasks) and set(rows["harness"]) == {"mini-swe-agent"}
+    tokenizer = AutoTokenizer.from_pretrained(tmp_path)
+    for row in rows:
+        task, ids, mask = tasks[row["task_id"]], row["input_ids"], row["completion_mask"]
+        whole = tokenizer.decode(ids)
+        trained = tokenizer.decode([token for token, bit in zip(ids, mask) if bit])
+        # The harness's own prompt around the task, and the tool outputs of the real sandbox...
+        assert SUBMIT_SENTINEL in whole.split("<|im_start|>assistant")[0]
+        assert task.instruction.strip() in whole and f"== {sorted(task.input_dir.iterdir())[0].name}\\n" in whole
+        # ...and only the expert's three calls are trained: look, solve and write, submit.
+        assert trained.count("<tool_call>") == 3 and task.instruction.strip()[:60] not in trained
+        assert json.dumps(look_command(task))[1:-1] in trained and f"| tee {ANSWER_PATH}" in trained
+        assert trained.rstrip().endswith(f'"echo {SUBMIT_SENTINEL}"}}}}\n</tool_call><|im_end|>')
+        assert "returncode" not in trained
+
+
+@pytest.mark.slow
 def test_whitebox_grpo_smoke_run_takes_two_real_steps(easy_tasks, tmp_path):
     # A real GRPOTrainer run: rollouts call the environment's tools in the bubblewrap sandbox.
     result = _run(["train/whitebox.py", "--preset", "smoke", "--tasks", str(easy_tasks), "--output", str(tmp_path)])

@@ -12,6 +12,13 @@ To train on real teacher rollouts instead, pass `--dataset DIR` with a dataset s
 `datasets.Dataset.save_to_disk` that has the same columns (`messages`, `tools`; tool names
 `bash` and `submit_solution`).
 
+A harness warm start (`--harness NAME`): the same expert plays each task through the real
+harness CLI behind the capture proxy, and the model trains on the token ids that harness sent
+and received (its own system prompt, tools and tool-output format), on the expert's tokens only
+(`multiharness.expert.harness_expert_dataset`). The `harness` preset continues from a whitebox
+warm start (about 30 minutes on 2 cores, see RESULTS.md):
+    python train/sft.py --preset harness --harness mini-swe-agent --model outputs/sft --output outputs/sft-mini
+
 CPU (default; 128 steps of 4 sequences of ~1,300 tokens; 84 minutes on 2 cores, see RESULTS.md):
     python train/sft.py
 GPU:
@@ -30,7 +37,8 @@ from datasets import load_from_disk
 from trl import SFTConfig, SFTTrainer
 
 from multiharness.evaluation import select_tasks
-from multiharness.expert import expert_dataset
+from multiharness.expert import expert_dataset, harness_expert_dataset
+from multiharness.harnesses import HARNESSES
 from multiharness.model import cpu_supports_bf16, load_model_and_tokenizer, make_tiny_model
 from multiharness.paths import DEFAULT_MODEL_DIR, DEFAULT_TASKS_DIR
 from multiharness.sandbox import BACKENDS
@@ -47,7 +55,7 @@ class Preset:
     steps: int  # optimiser steps
     batch_size: int  # sequences per optimiser step (one per forward/backward pass, accumulated)
     learning_rate: float  # high for a 135M model learning a format; 1e-5 range for 2B models
-    max_length: int  # prompt (~530 tokens with the two tool schemas) + three or four calls + outputs
+    max_length: int  # whitebox: prompt (~530 tokens of tool schemas) + 3-4 calls + outputs; a harness's prompt is longer
 
 
 PRESETS = {
@@ -61,6 +69,12 @@ PRESETS = {
     "quickstart": Preset(
         model=str(DEFAULT_MODEL_DIR), trajectories=24, difficulties=("easy", "medium"), steps=12,
         batch_size=2, learning_rate=1e-4, max_length=2048,
+    ),
+    # A harness warm start on top of a whitebox one (pass --model): 128 of the expert's episodes in
+    # one harness (~1,650 tokens each in mini-swe-agent), one pass.
+    "harness": Preset(
+        model=str(DEFAULT_MODEL_DIR), trajectories=128, difficulties=("easy", "medium"), steps=32,
+        batch_size=4, learning_rate=1e-4, max_length=3072,
     ),
     "gpu": Preset(
         model="Qwen/Qwen3.5-2B", trajectories=1000, difficulties=("easy", "medium", "hard"), steps=500,
@@ -77,10 +91,14 @@ PRESETS = {
 # ---------------------------------------------------------------- tasks → expert trajectories
 
 
-def build_trajectories(tasks_dir: Path, preset: Preset, sandbox: str, out: Path):
-    """Run reference solutions in the sandbox and keep the episodes that grade 1."""
+def build_trajectories(tasks_dir: Path, preset: Preset, sandbox: str, out: Path, *, harness: str | None = None,
+                       tokenizer_dir: str | None = None):
+    """Run the expert in the sandbox (in the whitebox loop, or through `harness`); keep the episodes that grade 1."""
     tasks = select_tasks(load_tasks(tasks_dir), preset.difficulties, preset.trajectories)
-    dataset = expert_dataset(tasks, sandbox)
+    if harness:
+        dataset = harness_expert_dataset(harness, tasks, tokenizer_dir, sandbox=sandbox)
+    else:
+        dataset = expert_dataset(tasks, sandbox)
     dataset.save_to_disk(out)
     return dataset
 
@@ -97,6 +115,8 @@ def parse_args():
     parser.add_argument("--output", type=Path, default=Path("outputs/sft"), help="checkpoint and logs folder")
     parser.add_argument("--steps", type=int, default=None, help="override the preset's number of steps")
     parser.add_argument("--sandbox", choices=BACKENDS, default="local", help="where solutions run")
+    parser.add_argument("--harness", choices=sorted(HARNESSES), default=None,
+                        help="play the expert through this harness CLI and train on its captured token ids")
     return parser.parse_args()
 
 
@@ -115,8 +135,12 @@ def main():
     if args.dataset:
         dataset = load_from_disk(args.dataset)
     else:
-        dataset = build_trajectories(args.tasks, preset, args.sandbox, args.output / "expert_trajectories")
+        dataset = build_trajectories(args.tasks, preset, args.sandbox, args.output / "expert_trajectories",
+                                     harness=args.harness, tokenizer_dir=model_path)
     print(f"expert trajectories: {len(dataset)} (saved under {args.output / 'expert_trajectories'})")
+    # Captured traces are token ids already, with the expert's tokens marked; conversations are
+    # rendered by the chat template and trained on the assistant's turns.
+    tokenized = "input_ids" in dataset.column_names
 
     config = SFTConfig(
         output_dir=str(args.output),
@@ -130,7 +154,8 @@ def main():
         lr_scheduler_type="constant_with_warmup",
         warmup_steps=min(4, steps // 4),
         max_length=preset.max_length,
-        assistant_only_loss=True,  # learn the calls and the answer, not the task text or tool outputs
+        assistant_only_loss=not tokenized,  # learn the calls and the answer, not the task text or tool outputs
+        completion_only_loss=tokenized,
         bf16=bf16,
         use_cpu=args.preset != "gpu",
         activation_checkpointing=False,  # only costs time at 135M
@@ -140,7 +165,8 @@ def main():
         seed=0,
     )
     (args.output / "training_config.json").write_text(
-        json.dumps({"preset": args.preset, **asdict(preset), "steps": steps, "model": str(model_path)}, indent=2)
+        json.dumps({"preset": args.preset, **asdict(preset), "steps": steps, "model": str(model_path),
+                    "harness": args.harness, "dataset": str(args.dataset) if args.dataset else None}, indent=2)
     )
     trainer = SFTTrainer(model=model, args=config, train_dataset=dataset, processing_class=tokenizer)
     print(f"training {steps} steps")

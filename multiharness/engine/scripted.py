@@ -1,17 +1,19 @@
-"""A deterministic stand-in for the model: it plays a task's reference solution through any harness.
+"""A deterministic stand-in for the model: it plays a task's expert episode through any harness.
 
-Not a model and not for training: it exists so CI can drive a real harness CLI through the
-capture proxy and the engine's HTTP surface, and check the sandbox, the trace and the reward,
-without sampling anything. It answers like the engine (same routes, same token fields), by
-script, counting the assistant turns already in the conversation:
+Two uses. CI drives a real harness CLI through the capture proxy and the engine's HTTP surface
+with it, and checks the sandbox, the trace and the reward without sampling anything. And it is
+the teacher of a harness warm start (`multiharness.expert.harness_expert_dataset`): its episodes,
+captured in the harness's own prompt format, are SFT data. It answers like the engine (same
+routes, same token fields), by script, counting the assistant turns already in the conversation:
 
-    turn 0   run the solution command with the harness's shell tool
-    turn 1   run `(solution command) > /workdir/answer.txt` (the command must print the answer);
-             when a `submit_solution` tool is offered (the whitebox loop), submit the output of
-             turn 0 with it instead
-    turn 2   the harness's submit command when its prompt names one (mini-swe-agent:
-             `echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT`), else a plain final message
-    later    the plain final message
+    look     with a look command: show the input files (`multiharness.tasks.look_command`)
+    solve    run `(solution command) | tee /workdir/answer.txt`: the answer is printed and written
+             in one call (the command prints it); when a `submit_solution` tool is offered (the
+             whitebox loop), run the solution command alone
+    submit   `submit_solution` with the output of the solve call when that tool is offered, else
+             the harness's submit command when its prompt names one (mini-swe-agent:
+             `echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT`)
+    later    a plain final message
 
 The shell tool is picked from the request's `tools` by name (`SHELL_TOOLS`) and its
 arguments are filled from the tool's own JSON schema (a string or an argv list, plus any
@@ -110,6 +112,10 @@ def _last_tool_output(messages: list[dict]) -> str:
     return _EXIT_CODE_LINE.sub("", content if isinstance(content, str) else str(content or "")).strip()
 
 
+def _resolve(command, messages: list[dict]) -> str | None:
+    return command(messages) if callable(command) else command
+
+
 def _mentions(messages: list[dict], needle: str) -> bool:
     for message in messages:
         content = message.get("content")
@@ -120,38 +126,47 @@ def _mentions(messages: list[dict], needle: str) -> bool:
 
 
 class ScriptedPolicy:
-    """Plays a solution command (which prints the answer) through whatever harness calls it.
+    """Plays an expert episode (look, solve, submit) through whatever harness calls it.
 
-    `solution_command` is the command, or a function from the conversation to the command (to
-    serve several tasks: `multiharness.endpoint` finds the task from its instruction).
+    `solution_command` prints the answer; `look_command`, when given, shows the input files first.
+    Each is a command, or a function from the conversation to the command (to serve several tasks:
+    `multiharness.endpoint` finds the task from its instruction).
     """
 
     def __init__(self, tokenizer, solution_command: str | Callable[[list[dict]], str], *,
+                 look_command: str | Callable[[list[dict]], str] | None = None,
                  answer_path: str = ANSWER_PATH, max_model_len: int = 8192):
         self.tokenizer = tokenizer
         self.solution_command = solution_command
+        self.look_command = look_command
         self.answer_path = answer_path
         self.max_model_len = max_model_len
 
     def reply(self, messages: list[dict], tools: list[dict] | None) -> dict:
         """The scripted assistant message for this point of the conversation."""
         turn = sum(1 for m in messages if m.get("role") == "assistant")
-        solution = self.solution_command(messages) if callable(self.solution_command) else self.solution_command
-        # The newline before `)` ends a heredoc (`<<'PY' ... PY`) before the subshell closes.
-        commands = [solution, f"({solution}\n) > {shlex.quote(self.answer_path)}"]
-        thoughts = ["Run the reference solution.", f"Write its output to {self.answer_path}."]
-        if _mentions(messages, SUBMIT_SENTINEL):
-            commands.append(f"echo {SUBMIT_SENTINEL}")
-            thoughts.append("Submit.")
-        if turn >= len(commands):
+        offered = {_function(t).get("name") for t in tools or []}
+        solution = _resolve(self.solution_command, messages)
+        look = _resolve(self.look_command, messages)
+        # (command or None for the submit tool, thought): the turns of the script, in order.
+        steps = [(look, "Look at the input files.")] if look else []
+        if SUBMIT_TOOL in offered:
+            steps += [(solution, "Compute the answer."), (None, "Submit it.")]
+        else:
+            # The newline before `)` ends a heredoc (`<<'PY' ... PY`) before the subshell closes.
+            steps.append((f"({solution}\n) | tee {shlex.quote(self.answer_path)}",
+                          f"Compute the answer and write it to {self.answer_path}."))
+            if _mentions(messages, SUBMIT_SENTINEL):
+                steps.append((f"echo {SUBMIT_SENTINEL}", "Submit."))
+        if turn >= len(steps):
             return {"role": "assistant", "content": FINAL_MESSAGE}
+        command, thought = steps[turn]
         if not tools:
-            return {"role": "assistant", "content": TEXT_ACTION.format(thought=thoughts[turn], command=commands[turn])}
-        offered = {_function(t).get("name") for t in tools}
-        if turn == 1 and SUBMIT_TOOL in offered:
+            return {"role": "assistant", "content": TEXT_ACTION.format(thought=thought, command=command)}
+        if command is None:
             name, arguments = SUBMIT_TOOL, {"answer": _last_tool_output(messages)}
         else:
-            name, arguments = shell_tool_call(tools, commands[turn])
+            name, arguments = shell_tool_call(tools, command)
         call = {"id": f"call_{turn}", "type": "function", "function": {"name": name, "arguments": arguments}}
         return {"role": "assistant", "content": "", "tool_calls": [call]}
 

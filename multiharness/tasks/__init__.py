@@ -36,6 +36,7 @@ from multiharness.tasks.task import (
     grade_answer,
     load_task,
     load_tasks,
+    look_command,
     run_reference_solution,
     solution_command,
 )
@@ -47,6 +48,7 @@ __all__ = [
     "find_task",
     "grade_answer",
     "solution_command",
+    "look_command",
     "run_reference_solution",
     "build_split",
     "verify_tasks",

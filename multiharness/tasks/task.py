@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -216,6 +217,29 @@ def solution_program(task: Task) -> str:
 def solution_command(task: Task, input_dir: str = INPUT_DIR) -> str:
     """The reference solution as one bash command that prints the answer (an expert's tool call)."""
     return f"cd {input_dir} && python3 - <<'PY'\n{solution_program(task)}PY"
+
+
+_PANDAS_READERS = {".parquet": "read_parquet", ".json": "read_json"}
+
+
+def look_command(task: Task, input_dir: str = INPUT_DIR) -> str:
+    """One command showing every input file (an expert's first tool call): the first lines of text
+    files, two rows of the others, the CREATE TABLE statements of SQLite files."""
+    parts = []
+    for path in sorted(task.input_dir.iterdir()):
+        name, suffix = path.name, path.suffix
+        if suffix in (".csv", ".jsonl"):
+            look = f"head -n 3 {name}"
+        elif suffix in _PANDAS_READERS:
+            program = f'import pandas as pd; print(pd.{_PANDAS_READERS[suffix]}("{name}").head(2).to_string())'
+            look = f"python3 -c {shlex.quote(program)}"
+        elif suffix == ".db":
+            program = f'import sqlite3; [print(s) for (s,) in sqlite3.connect("{name}").execute("select sql from sqlite_master")]'
+            look = f"python3 -c {shlex.quote(program)}"
+        else:
+            look = f"head -c 300 {name}"
+        parts.append(f"echo '== {name}'; {look}")
+    return f"cd {input_dir}; " + "; ".join(parts)
 
 
 def run_reference_solution(task: Task, timeout: float = SOLUTION_TIMEOUT_S) -> str:
