@@ -360,10 +360,11 @@ PRESETS = {
     # mini-swe-agent after its harness warm start (train/sft.py --harness mini-swe-agent): its prompt
     # is short (~1.8k tokens), so calls can hold a whole program (256 tokens, the evaluator's);
     # two groups of 4 per step, at the whitebox loop's learning rate that does not collapse.
+    # 10-15 minutes a step on 2 cores (RESULTS.md).
     "cpu-mini-swe-agent": Preset(
-        model=str(DEFAULT_MODEL_DIR), difficulties=("easy", "medium"), steps=4, num_generations=4,
+        model=str(DEFAULT_MODEL_DIR), difficulties=("easy", "medium"), steps=2, num_generations=4,
         rollouts_per_step=8, micro_batch_size=1, learning_rate=2e-6, temperature=1.0, max_tokens=256,
-        max_model_calls=4, timeout_s=900.0, concurrency=4, save_steps=2,
+        max_model_calls=4, timeout_s=900.0, concurrency=4, save_steps=1,
     ),
     # The reference recipe (vLLM + AsyncGRPOTrainer): batch 4 x accumulation 4, 32 episodes in flight,
     # staleness 4, lr 3e-6, T 0.8, 16,384 completion tokens (see `async_grpo_config`).
