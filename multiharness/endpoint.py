@@ -100,7 +100,8 @@ def open_endpoint(
     `source` is an `http(s)://` URL of a running engine, a model folder, or an engine object
     (a `LocalEngine` on a model that is training: served as it is, named `model_name`). With
     `policy="scripted"` the folder gives only the tokenizer, and expert episodes of `tasks`
-    answer (a look at the input files, the reference solution, the submission) (the task of each call is found from the instruction in its prompt).
+    answer: a look at the input files, the reference solution, the submission (the task of each
+    call is found from the instruction in its prompt).
     """
     from .engine import EngineServer, LocalEngine
 

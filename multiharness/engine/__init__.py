@@ -10,8 +10,9 @@ answers the same requests with the same fields, faster.
   the tokens no earlier call computed; `reset_cache()` after weights change by hand.
 - `EngineServer(policy, model_name=...)`: the HTTP surface in a background thread (`server`);
   `serve(model_path, host, port)` runs it in the foreground.
-- `ScriptedPolicy(tokenizer, solution_command)`: a deterministic stand-in that plays a task's
-  reference solution through any harness's shell tool (`scripted`), for tests of the harness path.
+- `ScriptedPolicy(tokenizer, solution_command, look_command=...)`: a deterministic stand-in that
+  plays a task's expert episode (look, reference solution, submit) through any harness's shell
+  tool (`scripted`), for tests of the harness path and as the teacher of harness warm starts.
 """
 
 from .generation import DEFAULT_CACHE_MB, GenerationRequest, LocalEngine, Sample, SamplingParams
