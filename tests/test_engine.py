@@ -151,7 +151,7 @@ def test_tool_calls_become_openai_tool_calls(tiny, text, content, calls):
 
 def test_tool_call_finish_reason(tiny):
     _, tokenizer = tiny
-    with EngineServer(ScriptedPolicy(tokenizer, "wc -l data.csv"), model_name="scripted") as server:
+    with EngineServer(ScriptedPolicy(tokenizer, "true", look_command="wc -l data.csv"), model_name="scripted") as server:
         choice = chat(server, tools=[BASH])["choices"][0]
     assert choice["finish_reason"] == "tool_calls"
     assert json.loads(choice["message"]["tool_calls"][0]["function"]["arguments"]) == {"command": "wc -l data.csv"}

@@ -358,12 +358,13 @@ def scripted_proxy(task_dir):
 
     from multiharness.capture import start_capture
     from multiharness.engine import EngineServer, ScriptedPolicy
-    from multiharness.tasks import load_task, solution_command
+    from multiharness.tasks import load_task, look_command, solution_command
 
     if not (DEFAULT_MODEL_DIR / "tokenizer.json").exists():
         pytest.skip(f"the default model is not converted at {DEFAULT_MODEL_DIR}; run ./install.sh")
     tokenizer = AutoTokenizer.from_pretrained(DEFAULT_MODEL_DIR, local_files_only=True)
-    policy = ScriptedPolicy(tokenizer, solution_command(load_task(task_dir)))
+    task = load_task(task_dir)
+    policy = ScriptedPolicy(tokenizer, solution_command(task), look_command=look_command(task))
     with EngineServer(policy, model_name="scripted") as engine:
         with start_capture(engine.url, "scripted", capture_level="tokens") as proxy:
             yield proxy
