@@ -150,7 +150,8 @@ def harness_expert_dataset(harness: str, tasks: Sequence[Task], tokenizer_dir: s
         for task, result, trace in pool.map(play, tasks):
             outcome = result.outcome
             if outcome is None or outcome.correctness != 1 or trace is None:
-                why = result.capture_error or (outcome and (outcome.error or f"graded {outcome.correctness}"))
+                why = result.capture_error or (
+                    (outcome.error or f"graded {outcome.correctness}") if outcome else "the episode did not end")
                 logger.warning("task %s: the expert's %s episode gave no row (%s); skipped", task.id, harness, why)
                 continue
             row = trace_row(trace)

@@ -71,7 +71,7 @@ PRESETS = {
         batch_size=2, learning_rate=1e-4, max_length=2048,
     ),
     # A harness warm start on top of a whitebox one (pass --model): 128 of the expert's episodes in
-    # one harness (~1,650 tokens each in mini-swe-agent), one pass; held-out pass@1 in mini-swe-agent
+    # one harness (1,756 tokens on average in mini-swe-agent), one pass; held-out pass@1 in mini-swe-agent
     # 0.00 -> 0.20 from the cpu warm start (RESULTS.md).
     "harness": Preset(
         model=str(DEFAULT_MODEL_DIR), trajectories=128, difficulties=("easy", "medium"), steps=32,
