@@ -185,10 +185,17 @@ def test_vllm_serve_command_in_the_docs_matches_the_script():
 
 @pytest.mark.slow
 def test_sft_smoke_run_trains_and_saves(easy_tasks, tmp_path):
-    result = _run(["train/sft.py", "--preset", "smoke", "--tasks", str(easy_tasks), "--output", str(tmp_path)])
+    result = _run(["train/sft.py", "--preset", "smoke", "--learning-rate", "5e-5", "--tasks", str(easy_tasks),
+                   "--output", str(tmp_path)])
     assert result.returncode == 0, result.stderr[-3000:]
     saved = {p.name for p in tmp_path.iterdir()}
     assert {"model.safetensors", "chat_template.jinja", "training_config.json", "expert_trajectories"} <= saved
+    # The override is what trained (the smoke preset's own rate is 1e-4), and what the run records.
+    import torch
+
+    trained = torch.load(tmp_path / "training_args.bin", weights_only=False)  # the SFTConfig the trainer saved
+    assert trained.learning_rate == 5e-5
+    assert json.loads((tmp_path / "training_config.json").read_text())["learning_rate"] == 5e-5
 
 
 @pytest.mark.slow

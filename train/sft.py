@@ -30,7 +30,7 @@ CI smoke run (tiny random model, 2 steps):
 import argparse
 import json
 import logging
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from datasets import load_from_disk
@@ -115,6 +115,7 @@ def parse_args():
     parser.add_argument("--dataset", type=Path, default=None, help="train on this saved dataset instead of building one")
     parser.add_argument("--output", type=Path, default=Path("outputs/sft"), help="checkpoint and logs folder")
     parser.add_argument("--steps", type=int, default=None, help="override the preset's number of steps")
+    parser.add_argument("--learning-rate", type=float, default=None, help="override the preset's learning rate")
     parser.add_argument("--sandbox", choices=BACKENDS, default="local", help="where solutions run")
     parser.add_argument("--harness", choices=sorted(HARNESSES), default=None,
                         help="play the expert through this harness CLI and train on its captured token ids")
@@ -125,6 +126,8 @@ def main():
     args = parse_args()
     logging.basicConfig(level=logging.WARNING)
     preset = PRESETS[args.preset]
+    if args.learning_rate is not None:
+        preset = replace(preset, learning_rate=args.learning_rate)
     steps = args.steps or preset.steps
     args.output.mkdir(parents=True, exist_ok=True)
 
