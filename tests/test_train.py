@@ -151,10 +151,12 @@ def test_command_line_overrides_reach_the_grpo_config(monkeypatch):
     import trl
 
     script = _load_script("train/whitebox.py")
-    monkeypatch.setattr(sys, "argv", ["whitebox.py", "--steps", "4", "--learning-rate", "3e-7", "--save-steps", "2"])
+    monkeypatch.setattr(sys, "argv", ["whitebox.py", "--steps", "4", "--learning-rate", "3e-7", "--save-steps", "2",
+                                      "--difficulties", "easy"])
     args = script.parse_args()
     preset = script.run_preset(args)
     assert preset.temperature == script.PRESETS["cpu"].temperature  # what is not overridden is the preset's
+    assert preset.difficulties == ("easy",)  # the tiers task_dataset draws from
     recorded = {}
     monkeypatch.setattr(trl, "GRPOConfig", lambda **kwargs: recorded.update(kwargs))
     script.grpo_config(args, preset, bf16=False)

@@ -179,6 +179,7 @@ def parse_args():
                         help="train only on the templates this evaluation of the warm start on training tasks found mixed")
     parser.add_argument("--steps", type=int, default=None, help="override the preset's number of steps")
     parser.add_argument("--learning-rate", type=float, default=None, help="override the preset's learning rate")
+    parser.add_argument("--difficulties", default=None, help="override the preset's task tiers (comma-separated)")
     parser.add_argument("--save-steps", type=int, default=None, help="override the preset's checkpoint interval")
     parser.add_argument("--sandbox", choices=BACKENDS, default="local", help="where tools run (not with --server)")
     parser.add_argument("--server", default=None, metavar="URL",
@@ -230,7 +231,8 @@ def grpo_config(args, preset: Preset, bf16: bool):
 
 def run_preset(args) -> Preset:
     """The named preset with the command line's overrides: what runs, and what training_config.json records."""
-    overrides = {"steps": args.steps, "learning_rate": args.learning_rate, "save_steps": args.save_steps}
+    overrides = {"steps": args.steps, "learning_rate": args.learning_rate, "save_steps": args.save_steps,
+                 "difficulties": tuple(args.difficulties.split(",")) if args.difficulties else None}
     return replace(PRESETS[args.preset], **{name: value for name, value in overrides.items() if value is not None})
 
 
