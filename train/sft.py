@@ -125,10 +125,8 @@ def parse_args():
 def main():
     args = parse_args()
     logging.basicConfig(level=logging.WARNING)
-    preset = PRESETS[args.preset]
-    if args.learning_rate is not None:
-        preset = replace(preset, learning_rate=args.learning_rate)
-    steps = args.steps or preset.steps
+    overrides = {"steps": args.steps, "learning_rate": args.learning_rate}
+    preset = replace(PRESETS[args.preset], **{name: value for name, value in overrides.items() if value is not None})
     args.output.mkdir(parents=True, exist_ok=True)
 
     model_path = args.model or (make_tiny_model(args.output / "tiny-model") if args.preset == "smoke" else preset.model)
@@ -148,7 +146,7 @@ def main():
 
     config = SFTConfig(
         output_dir=str(args.output),
-        max_steps=steps,
+        max_steps=preset.steps,
         # One sequence per forward/backward pass, accumulated to the batch: no padding, and memory
         # bounded by one sequence's logits (4 padded sequences of 2k tokens grew past 22 GB and
         # were killed on a 24 GB laptop).
@@ -156,7 +154,7 @@ def main():
         gradient_accumulation_steps=preset.batch_size,
         learning_rate=preset.learning_rate,
         lr_scheduler_type="constant_with_warmup",
-        warmup_steps=min(4, steps // 4),
+        warmup_steps=min(4, preset.steps // 4),
         max_length=preset.max_length,
         assistant_only_loss=not tokenized,  # learn the calls and the answer, not the task text or tool outputs
         completion_only_loss=tokenized,
@@ -169,11 +167,11 @@ def main():
         seed=0,
     )
     (args.output / "training_config.json").write_text(
-        json.dumps({"preset": args.preset, **asdict(preset), "steps": steps, "model": str(model_path),
+        json.dumps({"preset": args.preset, **asdict(preset), "model": str(model_path),
                     "harness": args.harness, "dataset": str(args.dataset) if args.dataset else None}, indent=2)
     )
     trainer = SFTTrainer(model=model, args=config, train_dataset=dataset, processing_class=tokenizer)
-    print(f"training {steps} steps")
+    print(f"training {preset.steps} steps")
     trainer.train()
     trainer.save_model(str(args.output))
     # Save the inference template, not the training one with generation markers.
