@@ -152,7 +152,7 @@ def test_command_line_overrides_reach_the_grpo_config(monkeypatch):
 
     script = _load_script("train/whitebox.py")
     monkeypatch.setattr(sys, "argv", ["whitebox.py", "--steps", "4", "--learning-rate", "3e-7", "--save-steps", "2",
-                                      "--difficulties", "easy"])
+                                      "--difficulties", "easy", "--num-generations", "8", "--rollouts-per-step", "16"])
     args = script.parse_args()
     preset = script.run_preset(args)
     assert preset.temperature == script.PRESETS["cpu"].temperature  # what is not overridden is the preset's
@@ -161,6 +161,15 @@ def test_command_line_overrides_reach_the_grpo_config(monkeypatch):
     monkeypatch.setattr(trl, "GRPOConfig", lambda **kwargs: recorded.update(kwargs))
     script.grpo_config(args, preset, bf16=False)
     assert (recorded["max_steps"], recorded["learning_rate"], recorded["save_steps"]) == (4, 3e-7, 2)
+    # Groups of 8, two per step, one rollout per backward pass: 16 passes accumulated per update.
+    assert (recorded["num_generations"], recorded["gradient_accumulation_steps"]) == (8, 16)
+
+
+def test_a_step_that_does_not_split_into_groups_is_refused(monkeypatch):
+    script = _load_script("train/whitebox.py")
+    monkeypatch.setattr(sys, "argv", ["whitebox.py", "--num-generations", "3"])  # the cpu preset's 8 rollouts
+    with pytest.raises(SystemExit, match="8 rollouts per step do not split into groups of 3"):
+        script.run_preset(script.parse_args())
 
 
 def test_gpu_preset_is_the_reference_recipe():
@@ -187,17 +196,21 @@ def test_vllm_serve_command_in_the_docs_matches_the_script():
 
 @pytest.mark.slow
 def test_sft_smoke_run_trains_and_saves(easy_tasks, tmp_path):
-    result = _run(["train/sft.py", "--preset", "smoke", "--learning-rate", "5e-5", "--tasks", str(easy_tasks),
-                   "--output", str(tmp_path)])
+    result = _run(["train/sft.py", "--preset", "smoke", "--learning-rate", "5e-5", "--trajectories", "3",
+                   "--tasks", str(easy_tasks), "--output", str(tmp_path)])
     assert result.returncode == 0, result.stderr[-3000:]
     saved = {p.name for p in tmp_path.iterdir()}
     assert {"model.safetensors", "chat_template.jinja", "training_config.json", "expert_trajectories"} <= saved
-    # The override is what trained (the smoke preset's own rate is 1e-4), and what the run records.
+    # The overrides are what trained (the smoke preset's own rate is 1e-4, its trajectories 4 of
+    # the 4 tasks), and what the run records.
     import torch
+    from datasets import load_from_disk
 
     trained = torch.load(tmp_path / "training_args.bin", weights_only=False)  # the SFTConfig the trainer saved
     assert trained.learning_rate == 5e-5
-    assert json.loads((tmp_path / "training_config.json").read_text())["learning_rate"] == 5e-5
+    assert len(load_from_disk(str(tmp_path / "expert_trajectories"))) == 3
+    recorded = json.loads((tmp_path / "training_config.json").read_text())
+    assert (recorded["learning_rate"], recorded["trajectories"]) == (5e-5, 3)
 
 
 @pytest.mark.slow

@@ -114,6 +114,8 @@ def parse_args():
     parser.add_argument("--tasks", type=Path, default=DEFAULT_TASKS_DIR / "train", help="built training tasks")
     parser.add_argument("--dataset", type=Path, default=None, help="train on this saved dataset instead of building one")
     parser.add_argument("--output", type=Path, default=Path("outputs/sft"), help="checkpoint and logs folder")
+    parser.add_argument("--trajectories", type=int, default=None, help="override the preset's number of expert episodes")
+    parser.add_argument("--difficulties", default=None, help="override the preset's task tiers (comma-separated)")
     parser.add_argument("--steps", type=int, default=None, help="override the preset's number of steps")
     parser.add_argument("--learning-rate", type=float, default=None, help="override the preset's learning rate")
     parser.add_argument("--sandbox", choices=BACKENDS, default="local", help="where solutions run")
@@ -125,7 +127,8 @@ def parse_args():
 def main():
     args = parse_args()
     logging.basicConfig(level=logging.WARNING)
-    overrides = {"steps": args.steps, "learning_rate": args.learning_rate}
+    overrides = {"trajectories": args.trajectories, "steps": args.steps, "learning_rate": args.learning_rate,
+                 "difficulties": tuple(args.difficulties.split(",")) if args.difficulties else None}
     preset = replace(PRESETS[args.preset], **{name: value for name, value in overrides.items() if value is not None})
     args.output.mkdir(parents=True, exist_ok=True)
 

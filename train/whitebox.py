@@ -180,6 +180,9 @@ def parse_args():
     parser.add_argument("--steps", type=int, default=None, help="override the preset's number of steps")
     parser.add_argument("--learning-rate", type=float, default=None, help="override the preset's learning rate")
     parser.add_argument("--difficulties", default=None, help="override the preset's task tiers (comma-separated)")
+    parser.add_argument("--num-generations", type=int, default=None, help="override the preset's group size")
+    parser.add_argument("--rollouts-per-step", type=int, default=None,
+                        help="override the preset's rollouts per optimiser step (a multiple of the group size)")
     parser.add_argument("--save-steps", type=int, default=None, help="override the preset's checkpoint interval")
     parser.add_argument("--sandbox", choices=BACKENDS, default="local", help="where tools run (not with --server)")
     parser.add_argument("--server", default=None, metavar="URL",
@@ -232,8 +235,14 @@ def grpo_config(args, preset: Preset, bf16: bool):
 def run_preset(args) -> Preset:
     """The named preset with the command line's overrides: what runs, and what training_config.json records."""
     overrides = {"steps": args.steps, "learning_rate": args.learning_rate, "save_steps": args.save_steps,
-                 "difficulties": tuple(args.difficulties.split(",")) if args.difficulties else None}
-    return replace(PRESETS[args.preset], **{name: value for name, value in overrides.items() if value is not None})
+                 "difficulties": tuple(args.difficulties.split(",")) if args.difficulties else None,
+                 "num_generations": args.num_generations, "rollouts_per_step": args.rollouts_per_step}
+    preset = replace(PRESETS[args.preset], **{name: value for name, value in overrides.items() if value is not None})
+    for divisor in (preset.num_generations, preset.micro_batch_size):
+        if preset.rollouts_per_step % divisor:
+            raise SystemExit(f"error: {preset.rollouts_per_step} rollouts per step do not split into groups of "
+                             f"{preset.num_generations} and micro-batches of {preset.micro_batch_size}")
+    return preset
 
 
 def main():
