@@ -19,7 +19,7 @@ and received (its own system prompt, tools and tool-output format), on the exper
 warm start (45 minutes on 2 cores in mini-swe-agent: 9 to capture, 36 to train; RESULTS.md):
     python train/sft.py --preset harness --harness mini-swe-agent --model outputs/sft --output outputs/sft-mini
 
-CPU (default; 128 steps of 4 sequences of ~1,300 tokens; 84 minutes on 2 cores, see RESULTS.md):
+CPU (default; 128 steps of 4 sequences of ~1,300 tokens; 75-109 minutes on 2 cores, see RESULTS.md):
     python train/sft.py
 GPU:
     python train/sft.py --preset gpu --model Qwen/Qwen3.5-2B --output outputs/sft-qwen
