@@ -40,6 +40,7 @@ from multiharness.evaluation import (
 )
 from multiharness.figures import summary_figure
 from multiharness.harnesses import DEFAULT_TIMEOUT_S, RUNNERS
+from multiharness.model import DTYPES, serving_dtype
 from multiharness.paths import DEFAULT_MODEL_DIR, DEFAULT_TASKS_DIR
 from multiharness.sandbox import BACKENDS
 from multiharness.tasks import HELD_OUT_TEMPLATES, load_tasks
@@ -55,6 +56,8 @@ def parse_args(argv=None):
                         help="a model folder or Hub id served here, or the served name with --endpoint")
     source.add_argument("--endpoint", help="URL of a running OpenAI-compatible server (vLLM, the project's engine)")
     source.add_argument("--checkpoint", help="the identity recorded for this policy (default: --model)")
+    source.add_argument("--dtype", choices=DTYPES, default="auto",
+                        help="what a model folder is served in (auto: bfloat16 where the CPU or GPU has it natively)")
     source.add_argument("--policy", choices=POLICIES, default="model",
                         help="scripted: the reference solutions answer (plumbing checks; --model gives the tokenizer)")
     where = parser.add_argument_group("where")
@@ -120,10 +123,12 @@ def weights_sha(model: str) -> str | None:
 
 def identity(args, tasks) -> dict:
     """What makes two evaluations the same one: resuming may only add pairs of this identity."""
+    served_here = args.policy == "model" and not args.endpoint
     return {
         "evaluator_version": EVALUATOR_VERSION,
         "model": args.model,
-        "weights_sha256": weights_sha(args.model) if args.policy == "model" and not args.endpoint else None,
+        "weights_sha256": weights_sha(args.model) if served_here else None,
+        "dtype": serving_dtype(args.dtype) if served_here else None,  # greedy episodes differ between dtypes
         "endpoint": args.endpoint,
         "checkpoint": args.checkpoint or args.model,
         "policy": args.policy,
@@ -169,7 +174,8 @@ def main(argv=None) -> int:
     run, notes = None, []
     if pending:
         source = args.endpoint or args.model
-        with open_endpoint(source, policy=args.policy, tasks=tasks if args.policy == "scripted" else ()) as endpoint:
+        with open_endpoint(source, policy=args.policy, tasks=tasks if args.policy == "scripted" else (),
+                           dtype=args.dtype) as endpoint:
             if endpoint.capture_level != "tokens":
                 notes.append(HOSTED_NOTE.format(level=endpoint.capture_level))
             settings = {"runner": args.runner, "sandbox": args.sandbox, "sampling": {"temperature": args.temperature},

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from .grading import ANSWER_TYPES
+from .model import DTYPES
 from .paths import DEFAULT_MODEL_DIR, DEFAULT_TASKS_DIR
 from .sandbox import BACKENDS
 
@@ -96,7 +97,8 @@ def _sandbox_run(args) -> int:
 def _engine(args) -> int:
     from .engine import serve
 
-    serve(args.model, host=args.host, port=args.port, cache_mb=args.cache_mb)  # None: the engine's default
+    # cache_mb None: the engine's default
+    serve(args.model, host=args.host, port=args.port, cache_mb=args.cache_mb, dtype=args.dtype)
     return 0
 
 
@@ -197,6 +199,8 @@ def _parser() -> argparse.ArgumentParser:
     engine.add_argument("--cache-mb", type=float, default=None,
                         help="MB for the prefix cache (keys and values of prompts already seen, least recently "
                              "used evicted first; 0 turns it off; default: multiharness.engine.DEFAULT_CACHE_MB)")  # fmt: skip
+    engine.add_argument("--dtype", choices=DTYPES, default="auto",
+                        help="what the weights are served in (auto: bfloat16 where the CPU or GPU has it natively)")
     engine.set_defaults(run=_engine)
 
     episode = commands.add_parser("episode", help="run one harness episode on a task; prints one JSON line")

