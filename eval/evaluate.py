@@ -3,7 +3,9 @@
 
 One episode per (task × loop × sample), each written to its own file as it ends, so a run that
 stops is resumed by the same command (only pairs not graded run again). The local engine serves
-a model folder on this machine; `--endpoint` evaluates whatever an OpenAI-compatible server
+a model folder on this machine, in bfloat16 where the CPU or GPU computes it natively (`--dtype`,
+as vLLM serves a float32 checkpoint; 2.4x the pairs per second of float32 on a 2-core AVX512-BF16
+CPU, RESULTS.md); `--endpoint` evaluates whatever an OpenAI-compatible server
 serves (vLLM with token ids is trainable-grade; a hosted API is evaluation only, and the summary
 says so). `--policy scripted` plays each task's reference solution: a check of the plumbing.
 

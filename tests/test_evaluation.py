@@ -138,6 +138,20 @@ def test_an_evaluation_refuses_a_folder_of_another_identity(task, tmp_path):
         Evaluation(tmp_path, {"model": "a", "temperature": 1.0}, pairs)
 
 
+def test_an_evaluation_in_one_dtype_is_not_resumed_in_another(two_tasks, tmp_path):
+    """Greedy episodes can differ between bf16 and fp32 weights: each is its own evaluation."""
+    from multiharness.model import make_tiny_model
+
+    evaluate = _load_script("eval/evaluate.py")
+    flags = ["--model", str(make_tiny_model(tmp_path / "tiny")), "--tasks", "1", "--loops", "whitebox",
+             "--task-dir", str(two_tasks), "--max-model-calls", "1", "--max-tokens", "4", "--trackio-project", "",
+             "--output", str(tmp_path / "eval")]
+    assert evaluate.main([*flags, "--dtype", "bfloat16"]) == 0
+    assert json.loads((tmp_path / "eval" / "summary.json").read_text())["identity"]["dtype"] == "bfloat16"
+    with pytest.raises(SystemExit, match="differs in: dtype"):
+        evaluate.main([*flags, "--dtype", "float32"])
+
+
 def test_pairs_not_run_count_against_coverage(task, tmp_path):
     evaluation = Evaluation(tmp_path, {"model": "a"}, [Pair(task, "whitebox"), Pair(task, "codex")])
     summary = evaluation.summary()
