@@ -7,7 +7,9 @@ this run (so the machine's load is about the same for both), and prints:
 
 - with a baseline of 1, its overhead: wall time of the run ÷ the sum of its episodes' own times
   (what the evaluator adds: task selection, pair files, engine counters, the summary);
-- throughput at the concurrency ÷ the baseline's: pairs per second of each run.
+- throughput at the concurrency ÷ the baseline's: pairs per second of each run;
+- the episodes that went otherwise in the second run: greedy episodes repeat at any concurrency in
+  float32, not in bfloat16, where the rounding depends on which rows share a batch.
 
 Both runs serve the model with the local engine (its start is outside the timed run).
 
@@ -25,7 +27,7 @@ import tempfile
 from pathlib import Path
 
 from multiharness.evaluation import paired_comparison, records_in
-from multiharness.model import DTYPES, serving_dtype
+from multiharness.model import DTYPES
 
 EVALUATE = Path(__file__).resolve().parents[1] / "eval" / "evaluate.py"
 
@@ -37,15 +39,23 @@ def run(flags: list[str], concurrency: int, dtype: str, folder: Path) -> tuple[d
     return json.loads((folder / "summary.json").read_text()), records_in(folder)
 
 
+def episodes_that_differ(first: list[dict], second: list[dict]) -> int:
+    """Pairs whose episode went otherwise in the second run: other tokens, tool calls or outcome."""
+    def shape(r: dict) -> tuple:
+        return r["generated_tokens"], r["prompt_tokens"], r["tool_calls"], r["correctness"]
+
+    before = {(r["task_id"], r["loop"], r["sample"]): shape(r) for r in first}
+    return sum(1 for r in second if before.get((r["task_id"], r["loop"], r["sample"])) != shape(r))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--concurrency", type=int, default=4, help="the concurrency compared with the baseline's")
     parser.add_argument("--baseline", type=int, default=1, help="the baseline run's concurrency")
-    parser.add_argument("--dtype", choices=DTYPES, default="auto", help="what the compared run serves the model in")
-    parser.add_argument("--baseline-dtype", choices=DTYPES, default="auto", help="what the baseline run serves it in")
+    parser.add_argument("--dtype", choices=DTYPES, default="float32", help="what the compared run serves the model in")
+    parser.add_argument("--baseline-dtype", choices=DTYPES, default="float32", help="what the baseline run serves it in")
     args, flags = parser.parse_known_args()
-    base = f"c{args.baseline}-{serving_dtype(args.baseline_dtype)}"
-    many = f"c{args.concurrency}-{serving_dtype(args.dtype)}"
+    base, many = f"c{args.baseline}-{args.baseline_dtype}", f"c{args.concurrency}-{args.dtype}"
     with tempfile.TemporaryDirectory(prefix="evaluator-bench-") as scratch:
         one, one_pairs = run(flags, args.baseline, args.baseline_dtype, Path(scratch) / "baseline")
         other, other_pairs = run(flags, args.concurrency, args.dtype, Path(scratch) / "compared")
@@ -59,6 +69,7 @@ def main():
         "pass_at_1": [one["pass_at_1"], other["pass_at_1"]],
         "solved_by_one_only": {"baseline": paired["only_before"], "compared": paired["only_after"],
                                "mcnemar_p": paired["p_value"]},
+        "episodes_that_differ": episodes_that_differ(one_pairs, other_pairs),
         "generated_tokens_per_pair": [one["mean_generated_tokens"], other["mean_generated_tokens"]],
         f"{base}_wall_s": first["wall_s"],
         f"{base}_episode_s": first["episode_s"],

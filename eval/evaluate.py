@@ -3,11 +3,10 @@
 
 One episode per (task × loop × sample), each written to its own file as it ends, so a run that
 stops is resumed by the same command (only pairs not graded run again). The local engine serves
-a model folder on this machine, in bfloat16 where the CPU or GPU computes it natively (`--dtype`,
-as vLLM serves a float32 checkpoint; 2.4x the pairs per second of float32 on a 2-core AVX512-BF16
-CPU, RESULTS.md); `--endpoint` evaluates whatever an OpenAI-compatible server
-serves (vLLM with token ids is trainable-grade; a hosted API is evaluation only, and the summary
-says so). `--policy scripted` plays each task's reference solution: a check of the plumbing.
+a model folder on this machine, in float32 unless `--dtype bfloat16` (faster on a CPU with bf16
+units, but its greedy episodes vary with batching: `multiharness.model.DTYPES`); `--endpoint`
+evaluates whatever an OpenAI-compatible server serves (vLLM with token ids is trainable-grade; a
+hosted API is evaluation only, and the summary says so). `--policy scripted` plays each task's reference solution: a check of the plumbing.
 
     python eval/evaluate.py --model outputs/sft --tasks 20 --output outputs/eval/sft
     python eval/evaluate.py --model outputs/sft --loops whitebox --per-group 6 --difficulties easy,medium \\
@@ -42,7 +41,7 @@ from multiharness.evaluation import (
 )
 from multiharness.figures import summary_figure
 from multiharness.harnesses import DEFAULT_TIMEOUT_S, RUNNERS
-from multiharness.model import DTYPES, serving_dtype
+from multiharness.model import DTYPES
 from multiharness.paths import DEFAULT_MODEL_DIR, DEFAULT_TASKS_DIR
 from multiharness.sandbox import BACKENDS
 from multiharness.tasks import HELD_OUT_TEMPLATES, load_tasks
@@ -58,8 +57,9 @@ def parse_args(argv=None):
                         help="a model folder or Hub id served here, or the served name with --endpoint")
     source.add_argument("--endpoint", help="URL of a running OpenAI-compatible server (vLLM, the project's engine)")
     source.add_argument("--checkpoint", help="the identity recorded for this policy (default: --model)")
-    source.add_argument("--dtype", choices=DTYPES, default="auto",
-                        help="what a model folder is served in (auto: bfloat16 where the CPU or GPU has it natively)")
+    source.add_argument("--dtype", choices=DTYPES, default="float32",
+                        help="what a model folder is served in (bfloat16: faster on bf16 hardware, greedy episodes vary "
+                             "with batching; multiharness.model.DTYPES)")
     source.add_argument("--policy", choices=POLICIES, default="model",
                         help="scripted: the reference solutions answer (plumbing checks; --model gives the tokenizer)")
     where = parser.add_argument_group("where")
@@ -130,7 +130,7 @@ def identity(args, tasks) -> dict:
         "evaluator_version": EVALUATOR_VERSION,
         "model": args.model,
         "weights_sha256": weights_sha(args.model) if served_here else None,
-        "dtype": serving_dtype(args.dtype) if served_here else None,  # greedy episodes differ between dtypes
+        "dtype": args.dtype if served_here else None,  # greedy episodes differ between dtypes
         "endpoint": args.endpoint,
         "checkpoint": args.checkpoint or args.model,
         "policy": args.policy,

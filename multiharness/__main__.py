@@ -199,8 +199,8 @@ def _parser() -> argparse.ArgumentParser:
     engine.add_argument("--cache-mb", type=float, default=None,
                         help="MB for the prefix cache (keys and values of prompts already seen, least recently "
                              "used evicted first; 0 turns it off; default: multiharness.engine.DEFAULT_CACHE_MB)")  # fmt: skip
-    engine.add_argument("--dtype", choices=DTYPES, default="auto",
-                        help="what the weights are served in (auto: bfloat16 where the CPU or GPU has it natively)")
+    engine.add_argument("--dtype", choices=DTYPES, default="float32",
+                        help="what the weights are served in (bfloat16: faster on bf16 hardware, greedy output varies with batching)")
     engine.set_defaults(run=_engine)
 
     episode = commands.add_parser("episode", help="run one harness episode on a task; prints one JSON line")

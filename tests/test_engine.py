@@ -1,7 +1,7 @@
 """The local engine: vLLM's answer shape, behaviour logprobs a trainer can reproduce, and the scripted policy.
 
 Protocol tests use a tiny random model (fast); logprob fidelity uses the real default model in fp32,
-and in bf16 as the engine serves a model folder where the CPU has bf16 units.
+and in bf16 as `--dtype bfloat16` serves it.
 """
 
 import json
@@ -16,8 +16,7 @@ import torch
 from multiharness.engine import EngineServer, GenerationRequest, LocalEngine, SamplingParams, ScriptedPolicy
 from multiharness.engine.chat import completion_message, render_prompt
 from multiharness.engine.scripted import ANSWER_PATH, FINAL_MESSAGE, SUBMIT_SENTINEL, shell_tool_call
-from multiharness import model as model_module
-from multiharness.model import load_model_and_tokenizer, serving_dtype
+from multiharness.model import load_model_and_tokenizer
 from multiharness.paths import DEFAULT_MODEL_DIR
 
 BASH = {
@@ -288,27 +287,10 @@ def test_teacher_forcing_reproduces_behaviour_logprobs(smol_server, smol):
         assert (rescored - behaviour).abs().max() < 1e-3
 
 
-@pytest.mark.parametrize("asked, native_bf16, served", [
-    ("auto", True, "bfloat16"),     # AVX512-BF16 or AMX: half the bytes, ~3x the prefill speed
-    ("auto", False, "float32"),     # no bf16 units: bf16 would be emulated, slower than fp32
-    ("float32", True, "float32"),   # asked for: served as asked
-    ("bfloat16", False, "bfloat16"),
-])
-def test_auto_serves_bfloat16_only_where_the_cpu_computes_it(monkeypatch, asked, native_bf16, served):
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    monkeypatch.setattr(model_module, "cpu_supports_bf16", lambda: native_bf16)
-    assert serving_dtype(asked) == served
-
-
-def test_an_unknown_dtype_is_refused_with_the_choices():
-    with pytest.raises(ValueError, match=r"'fp8'.*\['auto', 'float32', 'bfloat16'\]"):
-        serving_dtype("fp8")
-
-
 @pytest.mark.slow
 def test_a_bfloat16_engine_reuses_its_cache_exactly_and_reports_its_own_logprobs():
-    """Served in bf16 (what `--dtype auto` gives on a CPU with bf16 units): a prompt served from the
-    prefix cache samples what a cold engine samples, and the logprobs are the bf16 model's."""
+    """Served in bf16 (`--dtype bfloat16`): a prompt served from the prefix cache samples what a cold
+    engine samples, and the logprobs are the bf16 model's."""
     if not (DEFAULT_MODEL_DIR / "config.json").exists():
         pytest.skip(f"the default model is not converted at {DEFAULT_MODEL_DIR}; run ./install.sh")
     model, tokenizer = load_model_and_tokenizer(DEFAULT_MODEL_DIR, dtype="bfloat16")

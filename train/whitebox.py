@@ -256,7 +256,7 @@ def main():
     args.output.mkdir(parents=True, exist_ok=True)
     # Trackio reads its folder once, when TRL imports it: set it before anything imports TRL.
     os.environ.setdefault("TRACKIO_DIR", str(args.output.resolve() / "trackio"))
-    from trl import GRPOTrainer
+    from multiharness.grpo import SignalOnlyGRPOTrainer
 
     dataset = task_dataset(args.tasks, preset.difficulties, args.curriculum)  # a bad curriculum stops here
     print(f"tasks: {len(dataset)} from {args.tasks}")
@@ -279,7 +279,9 @@ def main():
         json.dumps({"preset": args.preset, **asdict(preset), "model": str(model_id),
                     "curriculum": str(args.curriculum) if args.curriculum else None}, indent=2)
     )
-    trainer = GRPOTrainer(
+    # TRL's GRPOTrainer, less the forward and backward passes of rollouts whose advantage is 0
+    # (groups with one reward for all): the same update, in less time (multiharness/grpo.py).
+    trainer = SignalOnlyGRPOTrainer(
         model=model,
         processing_class=tokenizer,
         args=config,

@@ -418,19 +418,19 @@ def serve(
     *,
     model_name: str | None = None,
     cache_mb: float | None = None,
-    dtype: str = "auto",
+    dtype: str = "float32",
 ) -> None:
     """Load a local model folder and serve it until interrupted (`python -m multiharness engine`).
 
     `cache_mb` is the prefix cache's budget (None: `DEFAULT_CACHE_MB`; 0 turns it off); `dtype` is
-    what the weights are served in (`multiharness.model.serving_dtype`).
+    what the weights are served in (`multiharness.model.DTYPES`).
     """
     import uvicorn
 
-    from ..model import load_model_and_tokenizer, serving_dtype
+    from ..model import load_model_and_tokenizer
     from .generation import LocalEngine
 
-    model, tokenizer = load_model_and_tokenizer(Path(model_path), dtype=serving_dtype(dtype))
+    model, tokenizer = load_model_and_tokenizer(Path(model_path), dtype=dtype)
     name = model_name or Path(model_path).name
     engine = LocalEngine(model, tokenizer, cache_mb=DEFAULT_CACHE_MB if cache_mb is None else cache_mb)
     app = create_app(engine, model_name=name)
