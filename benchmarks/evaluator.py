@@ -53,9 +53,10 @@ def main():
     parser.add_argument("--concurrency", type=int, default=4, help="the concurrency compared with the baseline's")
     parser.add_argument("--baseline", type=int, default=1, help="the baseline run's concurrency")
     parser.add_argument("--dtype", choices=DTYPES, default="float32", help="what the compared run serves the model in")
-    parser.add_argument("--baseline-dtype", choices=DTYPES, default="float32", help="what the baseline run serves it in")
+    parser.add_argument("--baseline-dtype", choices=DTYPES, default="float32",
+                        help="what the baseline run serves it in")
     args, flags = parser.parse_known_args()
-    base, many = f"c{args.baseline}-{args.baseline_dtype}", f"c{args.concurrency}-{args.dtype}"
+    base, many = f"baseline_c{args.baseline}_{args.baseline_dtype}", f"c{args.concurrency}_{args.dtype}"
     with tempfile.TemporaryDirectory(prefix="evaluator-bench-") as scratch:
         one, one_pairs = run(flags, args.baseline, args.baseline_dtype, Path(scratch) / "baseline")
         other, other_pairs = run(flags, args.concurrency, args.dtype, Path(scratch) / "compared")

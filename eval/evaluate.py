@@ -6,7 +6,8 @@ stops is resumed by the same command (only pairs not graded run again). The loca
 a model folder on this machine, in float32 unless `--dtype bfloat16` (faster on a CPU with bf16
 units, but its greedy episodes vary with batching: `multiharness.model.DTYPES`); `--endpoint`
 evaluates whatever an OpenAI-compatible server serves (vLLM with token ids is trainable-grade; a
-hosted API is evaluation only, and the summary says so). `--policy scripted` plays each task's reference solution: a check of the plumbing.
+hosted API is evaluation only, and the summary says so). `--policy scripted` plays each task's
+reference solution: a check of the plumbing.
 
     python eval/evaluate.py --model outputs/sft --tasks 20 --output outputs/eval/sft
     python eval/evaluate.py --model outputs/sft --loops whitebox --per-group 6 --difficulties easy,medium \\
@@ -58,8 +59,8 @@ def parse_args(argv=None):
     source.add_argument("--endpoint", help="URL of a running OpenAI-compatible server (vLLM, the project's engine)")
     source.add_argument("--checkpoint", help="the identity recorded for this policy (default: --model)")
     source.add_argument("--dtype", choices=DTYPES, default="float32",
-                        help="what a model folder is served in (bfloat16: faster on bf16 hardware, greedy episodes vary "
-                             "with batching; multiharness.model.DTYPES)")
+                        help="what a model folder is served in (bfloat16: faster on bf16 hardware, but greedy "
+                             "episodes vary with batching; multiharness.model.DTYPES)")
     source.add_argument("--policy", choices=POLICIES, default="model",
                         help="scripted: the reference solutions answer (plumbing checks; --model gives the tokenizer)")
     where = parser.add_argument_group("where")

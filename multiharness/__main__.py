@@ -97,8 +97,8 @@ def _sandbox_run(args) -> int:
 def _engine(args) -> int:
     from .engine import serve
 
-    # cache_mb None: the engine's default
-    serve(args.model, host=args.host, port=args.port, cache_mb=args.cache_mb, dtype=args.dtype)
+    serve(args.model, host=args.host, port=args.port, cache_mb=args.cache_mb,  # None: the engine's default
+          dtype=args.dtype)
     return 0
 
 
@@ -200,7 +200,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="MB for the prefix cache (keys and values of prompts already seen, least recently "
                              "used evicted first; 0 turns it off; default: multiharness.engine.DEFAULT_CACHE_MB)")  # fmt: skip
     engine.add_argument("--dtype", choices=DTYPES, default="float32",
-                        help="what the weights are served in (bfloat16: faster on bf16 hardware, greedy output varies with batching)")
+                        help="what the weights are served in (bfloat16: faster on bf16 hardware, but greedy "
+                             "output varies with batching; multiharness.model.DTYPES)")
     engine.set_defaults(run=_engine)
 
     episode = commands.add_parser("episode", help="run one harness episode on a task; prints one JSON line")
