@@ -2,7 +2,7 @@
 # Copyright 2026 The multiharness authors. Licensed under the Apache License, Version 2.0 (LICENSE).
 #
 # Install everything multiharness needs on this machine, then run the main job (quickstart.sh:
-# base model → SFT warm start → GRPO → before/after table, about 20 minutes on 2 CPU cores).
+# base model → SFT warm start → GRPO → before/after table, about 18 minutes on 2 CPU cores).
 # Safe to run again: each step checks what is already in place and skips it, so a second run
 # takes a few seconds. Every version is pinned in a file of this checkout:
 #
@@ -30,7 +30,7 @@ Usage: ./install.sh [--no-run] [--gpu] [--help]
 
 Installs the training environment (.venv), the harness CLIs (.tools/), the sandbox's Python,
 the default model and the browser tests' Chromium and playwright-core (tests/browser), then
-runs the main job: ./quickstart.sh (about 20 min on 2 CPU cores)
+runs the main job: ./quickstart.sh (about 18 min on 2 CPU cores)
 
   --no-run   install only; do not run the main job
   --gpu      GPU machine (Linux x86_64, CUDA 13): install CUDA torch and vLLM from

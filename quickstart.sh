@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The main job on a laptop CPU (20 minutes on 2 cores, RESULTS.md): measure the base model on held-out
+# The main job on a laptop CPU (18 minutes on 2 cores, RESULTS.md): measure the base model on held-out
 # test tasks, SFT warm start on expert trajectories, a few GRPO steps in the whitebox loop,
 # measure again, and print a before/after table. Each line is a command you can run alone;
 # the `quickstart` presets in train/ are its small sizes. The longer CPU run in

@@ -104,8 +104,9 @@ PRESETS = {
         rollouts_per_step=8, micro_batch_size=1, learning_rate=2e-6, temperature=0.7, max_completion_length=1792,
         max_tool_calling_iterations=MAX_TOOL_CALLS, save_steps=5, use_vllm=False,
     ),
-    # The main job's preset: two steps of one group of 4, 8 minutes on 2 cores (its learning rate is
-    # not measured against 2e-6 at this size: its warm start solves nothing, so no group has signal).
+    # The main job's preset: two steps of one group of 4, 3 minutes on 2 cores (its warm start solves
+    # nothing, so no group has signal and no rollout takes a training pass; its learning rate is not
+    # measured against 2e-6 at this size for the same reason).
     "quickstart": Preset(
         model=str(DEFAULT_MODEL_DIR), difficulties=("easy", "medium"), steps=2, num_generations=4,
         rollouts_per_step=4, micro_batch_size=1, learning_rate=2e-5, temperature=0.7, max_completion_length=1792,
