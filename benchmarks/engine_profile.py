@@ -16,6 +16,8 @@ the weights in bf16 does not speed up on a CPU.
 import argparse
 from collections import Counter
 
+from pyspy_samples import samples
+
 ENGINE_THREAD = "multiharness-engine"
 PHASES = [("decode", "_decode_step"), ("prefill", "_prefill_step")]  # else idle (or scheduling)
 PARTS = [("attention", "sdpa_attention_forward"), ("linear layers", "forward (torch/nn/modules/linear.py")]
@@ -27,17 +29,14 @@ def main():
     args = parser.parse_args()
 
     counts, total = Counter(), 0
-    with open(args.raw) as lines:
-        for line in lines:
-            stack, _, count = line.rstrip().rpartition(" ")
-            frames, count = stack.split(";"), int(count)
-            if not frames[0].endswith(f": {ENGINE_THREAD}"):
-                continue
-            total += count
-            phase = next((name for name, frame in PHASES if any(frame in f for f in frames)), "idle")
-            part = next((name for name, frame in PARTS if any(frame in f for f in frames)), "the rest")
-            counts[phase] += count
-            counts[phase, part] += count
+    for frames, count in samples(args.raw):
+        if not frames[0].endswith(f": {ENGINE_THREAD}"):
+            continue
+        total += count
+        phase = next((name for name, frame in PHASES if any(frame in f for f in frames)), "idle")
+        part = next((name for name, frame in PARTS if any(frame in f for f in frames)), "the rest")
+        counts[phase] += count
+        counts[phase, part] += count
     print(f"{total} samples of the engine thread")
     for phase in [*(name for name, _ in PHASES), "idle"]:
         print(f"{phase:<10} {counts[phase] / total:6.1%}")

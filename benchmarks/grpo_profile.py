@@ -14,6 +14,8 @@ view shows the same stacks; this prints the shares a step's table needs.
 import argparse
 from collections import Counter
 
+from pyspy_samples import samples
+
 PHASES = [  # (name, a frame the stack holds), first match wins
     ("generation", "generate (transformers"),
     ("loss forward", "compute_loss"),
@@ -30,15 +32,12 @@ def main():
     args = parser.parse_args()
 
     phases, total = Counter(), 0
-    with open(args.raw) as lines:
-        for line in lines:
-            stack, _, count = line.rstrip().rpartition(" ")
-            frames, count = stack.split(";"), int(count)
-            total += count
-            phase = next((name for name, frame in PHASES if any(frame in f for f in frames)), "the rest")
-            phases[phase] += count
-            if FUSED_HEAD in frames[-1]:
-                phases["of which TRL's fused LM head"] += count
+    for frames, count in samples(args.raw):
+        total += count
+        phase = next((name for name, frame in PHASES if any(frame in f for f in frames)), "the rest")
+        phases[phase] += count
+        if FUSED_HEAD in frames[-1]:
+            phases["of which TRL's fused LM head"] += count
     print(f"{total} samples")
     for name in [*(name for name, _ in PHASES), "the rest", "of which TRL's fused LM head"]:
         share = phases[name] / total
