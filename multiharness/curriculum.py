@@ -2,8 +2,9 @@
 
 A GRPO group teaches only when its rewards differ. With unscaled advantages a group that is all
 right or all wrong has advantage 0 on every token: it adds no gradient, yet costs its rollouts
-(its training pass is skipped: `multiharness.grpo`). The SFT warm start's outcomes split by template (RESULTS.md:
-some templates it solves nearly always, most never), so most groups drawn at random carry nothing.
+(its training pass is skipped: `multiharness.grpo`). The SFT warm start's outcomes split by
+template (RESULTS.md: some templates it solves nearly always, most never), so most groups drawn
+at random carry nothing.
 
 DAPO's dynamic sampling drops such groups online, by over-sampling every step until the batch is
 full of mixed ones. On 2 CPU cores the rollouts are most of a step's time, so this does the same

@@ -21,8 +21,8 @@ from trl import GRPOTrainer
 __all__ = ["NO_SIGNAL", "SignalOnlyGRPOTrainer"]
 
 NO_SIGNAL = 1e-6
-"""An advantage at most this large is zero: the float rounding of a group mean (rewards that differ
-by the smallest tool-call bonus step, 1e-4 apart, are far above it)."""
+"""An advantage at most this large is zero, the float rounding of a group's mean: two right answers
+one tool call apart (up to 17) differ by over 1e-3 in reward, so their advantages are over 1e-4."""
 
 
 class SignalOnlyGRPOTrainer(GRPOTrainer):

@@ -29,9 +29,9 @@ DTYPES = ("float32", "bfloat16")
 """What an engine may serve a model folder in (`--dtype`). float32, the default, repeats a greedy
 evaluation of the same weights episode for episode (0 of 30 differed between two runs). bfloat16
 (vLLM's choice for a float32 checkpoint) gave 1.14x the pairs per second on a 2-core AVX512-BF16
-CPU, where attention, which it does not speed up, is half the engine's time; but its rounding
-depends on which rows share a batch, and two evaluations of the same weights differed in 13 of 30
-greedy episodes (RESULTS.md): noise a paired test between two checkpoints would count as change."""
+CPU, where attention is half the engine's time; but its rounding depends on which rows share a
+batch, and two evaluations of the same weights differed in 13 of 30 greedy episodes (RESULTS.md):
+noise that a paired test between two checkpoints would count as change."""
 
 
 def _gguf_dir() -> Path:
