@@ -4,8 +4,8 @@
 Only the engine's worker thread (`multiharness-engine`) is counted. Each of its samples is idle
 (waiting for work), prefill or decode, and within those, attention (`scaled_dot_product_attention`),
 the linear layers (`nn.Linear`) or the rest (norms, rotary embeddings, the batch cache, sampling).
-An engine busy in every sample is the evaluation's limit; its attention share is what serving
-the weights in bf16 does not speed up on a CPU.
+An engine busy in every sample is the evaluation's limit, and its shares say where a faster
+engine would have to gain.
 
     python eval/evaluate.py --loops whitebox --tasks 30 --difficulties easy,medium --concurrency 16 \\
         --model outputs/sft --trackio-project '' --output /tmp/eval-prof &

@@ -127,4 +127,3 @@ def cpu_supports_bf16() -> bool:
     import torch
 
     return torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()
-

@@ -1,6 +1,5 @@
 """The evaluator: pairs, resume, identity guard, intervals, savings, the paired test, the matrix."""
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -28,14 +27,10 @@ from multiharness.paths import DEFAULT_MODEL_DIR
 from multiharness.sandbox import SandboxError
 from multiharness.tasks.build import build_task, load_manifest
 
+from scripts import load_script
+
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
-
-def _load_script(relative: str):
-    spec = importlib.util.spec_from_file_location(Path(relative).stem + "_script", PROJECT_ROOT / relative)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
@@ -142,7 +137,7 @@ def test_an_evaluation_in_one_dtype_is_not_resumed_in_another(two_tasks, tmp_pat
     """Greedy episodes can differ between bf16 and fp32 weights: each is its own evaluation."""
     from multiharness.model import make_tiny_model
 
-    evaluate = _load_script("eval/evaluate.py")
+    evaluate = load_script("eval/evaluate.py")
     flags = ["--model", str(make_tiny_model(tmp_path / "tiny")), "--tasks", "1", "--loops", "whitebox",
              "--task-dir", str(two_tasks), "--max-model-calls", "1", "--max-tokens", "4", "--trackio-project", "",
              "--output", str(tmp_path / "eval")]
@@ -197,7 +192,7 @@ def test_a_failed_pair_keeps_its_boundary_class_and_a_redacted_detail(task, tmp_
 @pytest.mark.slow
 def test_matrix_of_two_tasks_in_five_loops_resumes_only_the_pair_made_to_fail(two_tasks, tmp_path, monkeypatch):
     """The CI matrix: the scripted policy in the whitebox loop and the four real harness CLIs."""
-    evaluate = _load_script("eval/evaluate.py")
+    evaluate = load_script("eval/evaluate.py")
     second = sorted(p.name for p in two_tasks.iterdir())[1]
     real_open = whitebox.open_sandbox
 
@@ -244,7 +239,7 @@ def test_matrix_of_two_tasks_in_five_loops_resumes_only_the_pair_made_to_fail(tw
 
 
 def test_report_compares_evaluations_with_a_paired_test(task, tmp_path):
-    report = _load_script("eval/report.py")
+    report = load_script("eval/report.py")
     folders = {}
     for name, outcomes, weights in (("base", [0, 0, 0], "a" * 64), ("sft", [1, 1, 0], "b" * 64),
                                     ("grpo", [1, 1, 0], "b" * 64)):

@@ -1,7 +1,5 @@
 """The GRPO trainer: rollouts of zero advantage take no training pass, and the update is TRL's."""
 
-import importlib.util
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -11,14 +9,7 @@ from datasets import Dataset
 from multiharness.grpo import SignalOnlyGRPOTrainer
 from multiharness.model import load_model_and_tokenizer, make_tiny_model
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
-
-
-def _whitebox_script():
-    spec = importlib.util.spec_from_file_location("whitebox_script", PROJECT_ROOT / "train/whitebox.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from scripts import load_script
 
 
 def same_reward(completions, **kwargs):
@@ -31,7 +22,7 @@ def alternating_reward(completions, **kwargs):
 
 def _trainer(tmp_path, reward) -> SignalOnlyGRPOTrainer:
     """The smoke preset's configuration (unscaled advantages, beta 0), a tiny model, one group of 2."""
-    script = _whitebox_script()
+    script = load_script("train/whitebox.py")
     args = SimpleNamespace(output=tmp_path, vllm_server=None, space_id=None)
     config = script.grpo_config(args, script.PRESETS["smoke"], bf16=False)
     config.report_to = []

@@ -1,6 +1,5 @@
 """Training scripts: --help, the GPU preset against the installed TRL, and real 2-step CPU runs."""
 
-import importlib.util
 import inspect
 import json
 import os
@@ -16,14 +15,10 @@ import pytest
 from multiharness.paths import PROJECT_ROOT
 from multiharness.tasks.build import build_task, load_manifest
 
+from scripts import load_script
+
 SCRIPTS = ["train/sft.py", "train/whitebox.py", "eval/evaluate.py", "eval/matrix.py", "eval/report.py"]
 
-
-def _load_script(relative: str):
-    spec = importlib.util.spec_from_file_location(Path(relative).stem + "_script", PROJECT_ROOT / relative)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _run(args: list[str], timeout: int = 600) -> subprocess.CompletedProcess:
@@ -58,7 +53,7 @@ def test_a_curriculum_keeps_only_the_templates_whose_outcomes_were_mixed(easy_ta
         "train-0011-monthly-precipitation": [1, None],  # one graded episode: not mixed
     })
     _curriculum(tmp_path, {"train-0002-resolution-hours": [0, 0]}, loop="codex")  # another loop's episodes do not count
-    dataset = _load_script("train/whitebox.py").task_dataset(easy_tasks, ("easy",), curriculum)
+    dataset = load_script("train/whitebox.py").task_dataset(easy_tasks, ("easy",), curriculum)
     assert [Path(row["task_path"]).name for row in dataset] == ["train-0001-latest-hire"]
 
 
@@ -69,7 +64,7 @@ def test_a_curriculum_keeps_only_the_templates_whose_outcomes_were_mixed(easy_ta
 ])
 def test_a_curriculum_that_cannot_be_used_stops_the_run_before_it_starts(easy_tasks, tmp_path, outcomes, message):
     with pytest.raises(SystemExit, match=message):
-        _load_script("train/whitebox.py").task_dataset(easy_tasks, ("easy",), _curriculum(tmp_path, outcomes))
+        load_script("train/whitebox.py").task_dataset(easy_tasks, ("easy",), _curriculum(tmp_path, outcomes))
 
 
 def _scripted_turns(tokenizer, trajectory: dict) -> list[list[int]]:
@@ -101,7 +96,7 @@ def test_the_grpo_loop_runs_as_many_tool_calls_as_the_evaluator(easy_tasks, tmp_
     from multiharness.tasks import load_tasks
     from multiharness.whitebox import DataAnalysisEnv, finish_episode
 
-    script = _load_script("train/whitebox.py")
+    script = load_script("train/whitebox.py")
     preset = script.PRESETS["cpu"]
     assert preset.max_tool_calling_iterations == LOOP_DEFAULTS["whitebox"]["max_model_calls"]
     task = load_tasks(easy_tasks)[0]
@@ -139,7 +134,7 @@ def test_gpu_preset_uses_only_keywords_the_installed_grpo_config_has(monkeypatch
     import trl
 
     accepted = set(inspect.signature(trl.GRPOConfig).parameters)
-    script = _load_script("train/whitebox.py")
+    script = load_script("train/whitebox.py")
     recorded = {}
     monkeypatch.setattr(trl, "GRPOConfig", lambda **kwargs: recorded.update(kwargs))
     args = SimpleNamespace(output=Path("out"), vllm_server=script.VLLM_SERVER, space_id=None)
@@ -150,7 +145,7 @@ def test_gpu_preset_uses_only_keywords_the_installed_grpo_config_has(monkeypatch
 def test_command_line_overrides_reach_the_grpo_config(monkeypatch):
     import trl
 
-    script = _load_script("train/whitebox.py")
+    script = load_script("train/whitebox.py")
     monkeypatch.setattr(sys, "argv", ["whitebox.py", "--steps", "4", "--learning-rate", "3e-7", "--save-steps", "2",
                                       "--difficulties", "easy", "--num-generations", "8", "--rollouts-per-step", "16"])
     args = script.parse_args()
@@ -166,14 +161,14 @@ def test_command_line_overrides_reach_the_grpo_config(monkeypatch):
 
 
 def test_a_step_that_does_not_split_into_groups_is_refused(monkeypatch):
-    script = _load_script("train/whitebox.py")
+    script = load_script("train/whitebox.py")
     monkeypatch.setattr(sys, "argv", ["whitebox.py", "--num-generations", "3"])  # the cpu preset's 8 rollouts
     with pytest.raises(SystemExit, match="8 rollouts per step do not split into groups of 3"):
         script.run_preset(script.parse_args())
 
 
 def test_gpu_preset_is_the_reference_recipe():
-    preset = _load_script("train/whitebox.py").PRESETS["gpu"]
+    preset = load_script("train/whitebox.py").PRESETS["gpu"]
     expected = dict(learning_rate=3e-6, temperature=0.8, num_generations=8, rollouts_per_step=16,
                     max_tool_calling_iterations=16, max_completion_length=4096, save_steps=50, use_vllm=True)
     assert {k: getattr(preset, k) for k in expected} == expected
@@ -184,7 +179,7 @@ def test_vllm_serve_command_in_the_docs_matches_the_script():
     # that the gpu preset expects.
     from trl.scripts.vllm_serve import ScriptArguments
 
-    script = _load_script("train/whitebox.py")
+    script = load_script("train/whitebox.py")
     line = next(l for l in script.__doc__.splitlines() if "trl vllm-serve" in l)
     argv = shlex.split(line.split("trl vllm-serve", 1)[1])
     flags = dict(zip(argv[::2], argv[1::2]))
@@ -292,7 +287,7 @@ def test_whitebox_resume_continues_from_the_last_checkpoint(easy_tasks, tmp_path
 
 
 def test_learning_curve_is_drawn_from_the_trainer_state(tmp_path):
-    report = _load_script("eval/report.py")
+    report = load_script("eval/report.py")
     history = [{"step": 1, "reward": 0.0, "frac_reward_zero_std": 1.0}, {"step": 2, "reward": 0.5, "frac_reward_zero_std": 0.5}]
     (tmp_path / "trainer_state.json").write_text(json.dumps({"log_history": history}))
     png = report.learning_curve(tmp_path, tmp_path / "curve.png")
