@@ -10,13 +10,20 @@ calls and coverage, exactly as measured; then, for each evaluation against the o
 the difference in pass@1 over the pairs both graded and McNemar's exact p-value (the paired
 test: the same tasks, so only the tasks whose outcome changed carry evidence), and whether the
 two were of the same weights. `--markdown` prints the same as a Markdown table.
+
+An evaluation with several samples per task (`evaluate.py --samples 4 --temperature 0.7`) adds
+its pass@k rows; next to a greedy evaluation of the same policy and tasks it is compared by what
+sampling reaches that greedy decoding does not (`sampling_headroom`), the room GRPO's
+sharpening has to raise greedy pass@1:
+
+    python eval/report.py greedy=outputs/heldout/sft sampled=outputs/heldout-sampled/sft
 """
 
 import argparse
 import json
 from pathlib import Path
 
-from multiharness.evaluation import paired_comparison, records_in
+from multiharness.evaluation import paired_comparison, records_in, sampling_headroom
 from multiharness.learning_curve import learning_curve
 
 
@@ -53,6 +60,11 @@ def rows(summaries: dict[str, dict]) -> list[tuple[str, list[str]]]:
         ("mean tool calls", [_number(s["mean_tool_calls"]) for s in summaries.values()]),
         ("mean prompt tokens", [_number(s["mean_prompt_tokens"], 0) for s in summaries.values()]),
     ]
+    # pass@k of evaluations with several samples per task; .get: summaries written before it existed lack it
+    most = max(len(s.get("pass_at_k", [])) for s in summaries.values())
+    for k in range(2, most + 1):
+        table.append((f"pass@{k}", [_number(s["pass_at_k"][k - 1]) if len(s.get("pass_at_k", [])) >= k else "-"
+                                    for s in summaries.values()]))
     return table
 
 
@@ -60,6 +72,10 @@ def comparisons(evaluations: dict[str, tuple[dict, list[dict]]]) -> list[str]:
     """Each evaluation against the one before it: paired difference in pass@1 and McNemar's p."""
     lines, names = [], list(evaluations)
     for before, after in zip(names, names[1:]):
+        samples = [evaluations[name][0]["identity"].get("samples", 1) for name in (before, after)]
+        if samples[0] != samples[1]:
+            lines.append(headroom_line(evaluations, *((before, after) if samples[0] < samples[1] else (after, before))))
+            continue
         test = paired_comparison(evaluations[before][1], evaluations[after][1])
         if not test["pairs"]:
             lines.append(f"{after} vs {before}: no pair graded in both")
@@ -76,6 +92,18 @@ def comparisons(evaluations: dict[str, tuple[dict, list[dict]]]) -> list[str]:
             line += f"; the same weights (sha256 {weights[0][:12]}): training between them changed nothing"
         lines.append(line)
     return lines
+
+
+def headroom_line(evaluations: dict[str, tuple[dict, list[dict]]], greedy: str, sampled: str) -> str:
+    """How a sampled evaluation reaches past a greedy one (fewer samples per task) on the same tasks."""
+    room = sampling_headroom(evaluations[greedy][1], evaluations[sampled][1])
+    temperature = evaluations[sampled][0]["identity"].get("temperature")
+    return (
+        f"{sampled} vs {greedy}: of the {room['units']} tasks graded in both, {greedy} solves {room['greedy_solved']} "
+        f"and at least one of {room['samples_per_unit']} samples at T {temperature} solves {room['solved_by_a_sample']}; "
+        f"{room['reachable']} solved by a sample but not by {greedy} (what sharpening can add), "
+        f"{room['fragile']} solved by {greedy} but failed by a sample"
+    )
 
 
 def render(table: list[tuple[str, list[str]]], names: list[str], markdown: bool) -> str:

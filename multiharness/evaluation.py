@@ -22,7 +22,8 @@ Rules:
 - A failed pair keeps correctness None, its boundary, the error class and the error's text with
   the values of environment variables named like TOKEN, SECRET or KEY taken out.
 - Metrics are over graded pairs (None when none is), with the coverage beside them; every
-  pass@1 carries its Wilson 95% interval.
+  pass@1 carries its Wilson 95% interval. With several samples per pair, pass@k too (the unbiased
+  estimator of Chen et al., 2021), and `sampling_headroom` sets them against a greedy evaluation.
 - Sessions are opened for evaluation (greedy allowed, no training trace kept). Token counts per
   pair are the engine's token ids of every model call, as the capture proxy recorded them. How many prompt tokens the engine served from its prefix cache is read from its
   /health counters, which are the engine's, not the pair's: per pair only when pairs run one at
@@ -74,7 +75,9 @@ __all__ = [
     "Pair",
     "WhiteboxResult",
     "paired_comparison",
+    "pass_at_k",
     "records_in",
+    "sampling_headroom",
     "select_by_group",
     "select_tasks",
     "summarize",
@@ -511,10 +514,55 @@ def summarize(records: list[dict]) -> dict:
 
     return {
         **_aggregate(records, len(records)),
+        "pass_at_k": pass_at_k(records),
         "by_loop": grouped(lambda r: r["loop"], ordered=False),  # in the evaluation's order of loops
         "by_tier": grouped(lambda r: r["tier"]),
         "by_template": grouped(template_group),
         "by_loop_and_template": grouped(lambda r: f"{r['loop']}, {template_group(r)}"),
+    }
+
+
+def _solved_by_unit(records: list[dict]) -> dict[tuple, list[int]]:
+    """The graded outcomes of each (task, loop), one per sample."""
+    units: dict[tuple, list[int]] = {}
+    for r in records:
+        if r["correctness"] is not None:
+            units.setdefault((r["task_id"], r["loop"]), []).append(r["correctness"])
+    return units
+
+
+def pass_at_k(records: list[dict]) -> list[float]:
+    """pass@1, pass@2, ... over the (task, loop) units: the chance that one of k samples solves it.
+
+    The unbiased estimator of Chen et al. (2021), 1 - C(n - c, k) / C(n, k) for a unit with c of
+    its n graded samples right, averaged over the units; k runs up to the fewest graded samples
+    of any unit. A single sample per unit gives pass@1 alone.
+    """
+    units = _solved_by_unit(records)
+    if not units:
+        return []
+    most = min(len(outcomes) for outcomes in units.values())
+    return [mean(1 - math.comb(len(o) - sum(o), k) / math.comb(len(o), k) for o in units.values())
+            for k in range(1, most + 1)]
+
+
+def sampling_headroom(greedy: list[dict], sampled: list[dict]) -> dict:
+    """Greedy outcomes against sampled ones on the same (task, loop) units: what sampling reaches that greedy does not.
+
+    GRPO learns from the sampled rollouts of a group, and greedy pass@1 rises only where the
+    update turns a sampled success into the most likely continuation: a unit greedy decoding
+    fails but some sample solves (`reachable`). A unit greedy solves but some sample fails
+    (`fragile`) is where sampling noise can cost it. Units not graded in both are left out.
+    """
+    greedy_units, sampled_units = _solved_by_unit(greedy), _solved_by_unit(sampled)
+    both = [(max(greedy_units[u]), sampled_units[u]) for u in greedy_units if u in sampled_units]
+    return {
+        "units": len(both),
+        "greedy_solved": sum(g for g, _ in both),
+        "solved_by_a_sample": sum(1 for _, s in both if max(s)),
+        "reachable": sum(1 for g, s in both if not g and max(s)),
+        "fragile": sum(1 for g, s in both if g and not min(s)),
+        "samples_per_unit": min((len(s) for _, s in both), default=0),
     }
 
 

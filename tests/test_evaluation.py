@@ -15,6 +15,8 @@ from multiharness.evaluation import (
     IdentityMismatch,
     Pair,
     paired_comparison,
+    pass_at_k,
+    sampling_headroom,
     select_by_group,
     select_tasks,
     summarize,
@@ -100,6 +102,27 @@ def test_paired_comparison_is_mcnemars_exact_test():
     # 6 discordant pairs, all one way: p = 2 · 0.5^6.
     assert (test["pairs"], test["difference"], test["only_after"], test["p_value"]) == (10, 0.6, 6, 0.03125)
     assert paired_comparison(after, after)["p_value"] == 1.0
+
+
+def test_pass_at_k_is_the_unbiased_estimator_over_each_tasks_samples():
+    # Task a: 1 right of 4, so pass@2 = 1 - C(3,2)/C(4,2) = 0.5 and pass@3 = 1 - C(3,3)/C(4,3) = 0.75; task b: none.
+    records = [_record("a", sample=i, correctness=int(i == 2)) for i in range(4)]
+    records += [_record("b", sample=i, correctness=0) for i in range(4)]
+    assert pass_at_k(records) == [0.125, 0.25, 0.375, 0.5]
+    assert summarize(records)["pass_at_k"] == [0.125, 0.25, 0.375, 0.5]
+    # k stops at the fewest graded samples of a task; one sample per task gives pass@1 alone.
+    assert len(pass_at_k(records[:-1] + [_record("b", sample=3, correctness=None)])) == 3
+    assert pass_at_k([_record("a"), _record("b", correctness=0)]) == [0.5]
+    assert pass_at_k([_record(correctness=None)]) == []
+
+
+def test_sampling_headroom_counts_what_samples_solve_that_greedy_does_not():
+    greedy = [_record("a", correctness=0), _record("b", correctness=1), _record("c", correctness=0),
+              _record("d", correctness=1), _record("e", correctness=None)]
+    outcomes = {"a": [0, 1], "b": [1, 0], "c": [0, 0], "d": [1, 1], "e": [1, 1]}
+    sampled = [_record(task, sample=i, correctness=c) for task, cs in outcomes.items() for i, c in enumerate(cs)]
+    assert sampling_headroom(greedy, sampled) == {
+        "units": 4, "greedy_solved": 2, "solved_by_a_sample": 3, "reachable": 1, "fragile": 1, "samples_per_unit": 2}
 
 
 def test_select_tasks_round_robins_over_templates(task):
@@ -258,6 +281,22 @@ def test_report_compares_evaluations_with_a_paired_test(task, tmp_path):
     assert "same weights" not in sft_vs_base
     # A GRPO run whose groups all had zero reward spread saves its start unchanged: the report says so.
     assert grpo_vs_sft.endswith("the same weights (sha256 bbbbbbbbbbbb): training between them changed nothing")
+
+    # Four samples per task at T 0.7 beside the greedy one: pass@k rows, and what sampling reaches past greedy.
+    pairs = [Pair(type(task)(**{**task.__dict__, "id": f"t{i}"}), "whitebox", sample) for i in range(3) for sample in range(4)]
+    sampled = Evaluation(tmp_path / "sampled", {"model": "sft", "samples": 4, "temperature": 0.7}, pairs)
+    (tmp_path / "sampled" / "pairs").mkdir(parents=True, exist_ok=True)
+    for pair in pairs:  # t0 always right, t1 right once, t2 never
+        correctness = int(pair.task.id == "t0" or (pair.task.id == "t1" and pair.sample == 3))
+        sampled.path(pair).write_text(json.dumps({**_record(pair.task.id, sample=pair.sample, correctness=correctness),
+                                                  "identity": sampled.identity_sha}))
+    sampled.summary()
+    folders["sampled"] = report.load(tmp_path / "sampled")
+    table = dict(report.rows({n: s for n, (s, _) in folders.items()}))
+    assert table["pass@4"] == ["-", "-", "-", "0.67"] and table["pass@2"][3] == "0.50"
+    assert report.comparisons(folders)[-1] == (
+        "sampled vs grpo: of the 3 tasks graded in both, grpo solves 2 and at least one of 4 samples at T 0.7 "
+        "solves 2; 0 solved by a sample but not by grpo (what sharpening can add), 1 solved by grpo but failed by a sample")
 
     # A checkpoint step that names no evaluation is refused before anything is drawn.
     cli = [sys.executable, "eval/report.py", f"base={tmp_path / 'base'}", f"sft={tmp_path / 'sft'}",
