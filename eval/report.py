@@ -44,6 +44,11 @@ def _number(value, digits: int = 2) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
+def _pass_at(summary: dict, k: int) -> str:
+    values = summary.get("pass_at_k", [])  # summaries written before pass@k have none
+    return _number(values[k - 1]) if len(values) >= k else "-"
+
+
 def rows(summaries: dict[str, dict]) -> list[tuple[str, list[str]]]:
     """(label, one cell per evaluation) for every metric and every group any evaluation has."""
     def groups(section: str) -> list[str]:
@@ -60,16 +65,14 @@ def rows(summaries: dict[str, dict]) -> list[tuple[str, list[str]]]:
         ("mean tool calls", [_number(s["mean_tool_calls"]) for s in summaries.values()]),
         ("mean prompt tokens", [_number(s["mean_prompt_tokens"], 0) for s in summaries.values()]),
     ]
-    # pass@k of evaluations with several samples per task; .get: summaries written before it existed lack it
     most = max(len(s.get("pass_at_k", [])) for s in summaries.values())
-    for k in range(2, most + 1):
-        table.append((f"pass@{k}", [_number(s["pass_at_k"][k - 1]) if len(s.get("pass_at_k", [])) >= k else "-"
-                                    for s in summaries.values()]))
+    table += [(f"pass@{k}", [_pass_at(s, k) for s in summaries.values()]) for k in range(2, most + 1)]
     return table
 
 
 def comparisons(evaluations: dict[str, tuple[dict, list[dict]]]) -> list[str]:
-    """Each evaluation against the one before it: paired difference in pass@1 and McNemar's p."""
+    """Each evaluation against the one before it: paired difference in pass@1 and McNemar's p, or, when
+    the two took a different number of samples per task, what the sampled one reaches past the other."""
     lines, names = [], list(evaluations)
     for before, after in zip(names, names[1:]):
         samples = [evaluations[name][0]["identity"].get("samples", 1) for name in (before, after)]

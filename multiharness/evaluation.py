@@ -552,7 +552,7 @@ def sampling_headroom(greedy: list[dict], sampled: list[dict]) -> dict:
     GRPO learns from the sampled rollouts of a group, and greedy pass@1 rises only where the
     update turns a sampled success into the most likely continuation: a unit greedy decoding
     fails but some sample solves (`reachable`). A unit greedy solves but some sample fails
-    (`fragile`) is where sampling noise can cost it. Units not graded in both are left out.
+    (`fragile`) is where an update that follows a failed sample can cost it. Units not graded in both are left out.
     """
     greedy_units, sampled_units = _solved_by_unit(greedy), _solved_by_unit(sampled)
     both = [(max(greedy_units[u]), sampled_units[u]) for u in greedy_units if u in sampled_units]
