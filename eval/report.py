@@ -103,7 +103,8 @@ def headroom_line(evaluations: dict[str, tuple[dict, list[dict]]], greedy: str, 
     temperature = evaluations[sampled][0]["identity"].get("temperature")
     return (
         f"{sampled} vs {greedy}: of the {room['units']} tasks graded in both, {greedy} solves {room['greedy_solved']} "
-        f"and at least one of {room['samples_per_unit']} samples at T {temperature} solves {room['solved_by_a_sample']}; "
+        f"and at least one of {room['samples_per_unit']} samples at T {temperature} solves "
+        f"{room['solved_by_a_sample']}; "
         f"{room['reachable']} solved by a sample but not by {greedy} (what sharpening can add), "
         f"{room['fragile']} solved by {greedy} but failed by a sample"
     )
