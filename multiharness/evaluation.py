@@ -549,10 +549,11 @@ def pass_at_k(records: list[dict]) -> list[float]:
 def sampling_headroom(greedy: list[dict], sampled: list[dict]) -> dict:
     """Greedy outcomes against sampled ones on the same (task, loop) units: what sampling reaches that greedy does not.
 
-    GRPO learns from the sampled rollouts of a group, and greedy pass@1 rises only where the
-    update turns a sampled success into the most likely continuation: a unit greedy decoding
-    fails but some sample solves (`reachable`). A unit greedy solves but some sample fails
-    (`fragile`) is where an update that follows a failed sample can cost it. Units not graded in both are left out.
+    GRPO learns from sampled rollouts; greedy pass@1 can rise only on a unit greedy decoding
+    fails, and a group there has a success to learn from only where a sample solves it
+    (`reachable`). A unit greedy solves but some sample fails (`fragile`) gains nothing from
+    sharpening and can be lost by an update toward the failed sample. Units not graded in both
+    are left out.
     """
     greedy_units, sampled_units = _solved_by_unit(greedy), _solved_by_unit(sampled)
     both = [(max(greedy_units[u]), sampled_units[u]) for u in greedy_units if u in sampled_units]

@@ -34,7 +34,6 @@ from scripts import load_script
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
 
-
 @pytest.fixture(scope="module")
 def task(easy_test_task):
     return easy_test_task
@@ -283,7 +282,8 @@ def test_report_compares_evaluations_with_a_paired_test(task, tmp_path):
     assert grpo_vs_sft.endswith("the same weights (sha256 bbbbbbbbbbbb): training between them changed nothing")
 
     # Four samples per task at T 0.7 beside the greedy one: pass@k rows, and what sampling reaches past greedy.
-    pairs = [Pair(type(task)(**{**task.__dict__, "id": f"t{i}"}), "whitebox", sample) for i in range(3) for sample in range(4)]
+    pairs = [Pair(type(task)(**{**task.__dict__, "id": f"t{i}"}), "whitebox", sample)
+             for i in range(3) for sample in range(4)]
     sampled = Evaluation(tmp_path / "sampled", {"model": "sft", "samples": 4, "temperature": 0.7}, pairs)
     (tmp_path / "sampled" / "pairs").mkdir(parents=True, exist_ok=True)
     for pair in pairs:  # t0 always right, t1 right once, t2 never
@@ -296,7 +296,8 @@ def test_report_compares_evaluations_with_a_paired_test(task, tmp_path):
     assert table["pass@4"] == ["-", "-", "-", "0.67"] and table["pass@2"][3] == "0.50"
     assert report.comparisons(folders)[-1] == (
         "sampled vs grpo: of the 3 tasks graded in both, grpo solves 2 and at least one of 4 samples at T 0.7 "
-        "solves 2; 0 solved by a sample but not by grpo (what sharpening can add), 1 solved by grpo but failed by a sample")
+        "solves 2; 0 solved by a sample but not by grpo (what sharpening can add), "
+        "1 solved by grpo but failed by a sample")
 
     # A checkpoint step that names no evaluation is refused before anything is drawn.
     cli = [sys.executable, "eval/report.py", f"base={tmp_path / 'base'}", f"sft={tmp_path / 'sft'}",
