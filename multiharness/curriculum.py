@@ -18,6 +18,11 @@ and the run keeps the templates whose episodes there were neither all right nor 
 (`train/whitebox.py --curriculum outputs/curriculum/sft`). The evaluation must be on training
 tasks: choosing what to train on from test outcomes would leak the held-out set into training.
 
+Mixed templates still hold many tasks greedy decoding already solves, where a group can only
+sharpen what greedy does (RESULTS.md: of the held-out tasks where the warm start's samples and its
+greedy episode disagree, two in three are such). With a greedy evaluation of the same tasks too
+(`--curriculum-greedy`), the run keeps the tasks greedy fails and a sample solves (`reachable_tasks`).
+
 Measured (RESULTS.md): from the `cpu` SFT preset it raised the groups with mixed rewards from 4 to
 10 of 20 in the `cpu` GRPO preset (13–14 of 20 once training ran the evaluator's four tool calls), and
 held-out pass@1 did not rise with them.
@@ -30,7 +35,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .evaluation import records_in
+from .evaluation import reachable_units, records_in
 
 
 @dataclass(frozen=True)
@@ -57,6 +62,21 @@ def template_outcomes(records: Iterable[dict]) -> dict[str, TemplateOutcomes]:
     return {name: TemplateOutcomes(name, passed, graded) for name, (passed, graded) in sorted(counts.items())}
 
 
+def _training_records(evaluation: Path, training_task_ids: set[str], loop: str) -> list[dict]:
+    """The `loop` episodes of an evaluation folder, which must hold training tasks only and a graded one."""
+    records = records_in(evaluation)
+    foreign = sorted({r["task_id"] for r in records} - training_task_ids)
+    if foreign:
+        raise ValueError(
+            f"{evaluation} holds episodes of {len(foreign)} tasks that are not training tasks "
+            f"(first: {foreign[0]}); a curriculum is drawn from training tasks only"
+        )
+    records = [r for r in records if r["loop"] == loop]
+    if not any(r.get("correctness") is not None for r in records):
+        raise ValueError(f"{evaluation} holds no graded {loop} episode: run the curriculum evaluation first")
+    return records
+
+
 def mixed_templates(evaluation: Path, training_task_ids: set[str], loop: str) -> dict[str, TemplateOutcomes]:
     """The templates whose `loop` episodes in an evaluation folder were mixed.
 
@@ -65,17 +85,23 @@ def mixed_templates(evaluation: Path, training_task_ids: set[str], loop: str) ->
     (a test task, or tasks built from another manifest), no graded episode of the loop, or no
     mixed template: a run on that curriculum would have nothing to learn from.
     """
-    records = records_in(evaluation)
-    foreign = sorted({r["task_id"] for r in records} - training_task_ids)
-    if foreign:
-        raise ValueError(
-            f"{evaluation} holds episodes of {len(foreign)} tasks that are not training tasks "
-            f"(first: {foreign[0]}); a curriculum is drawn from training tasks only"
-        )
-    outcomes = template_outcomes(r for r in records if r["loop"] == loop)
-    if not outcomes:
-        raise ValueError(f"{evaluation} holds no graded {loop} episode: run the curriculum evaluation first")
+    outcomes = template_outcomes(_training_records(evaluation, training_task_ids, loop))
     mixed = {name: o for name, o in outcomes.items() if o.mixed}
     if not mixed:
         raise ValueError(f"no template in {evaluation} had mixed {loop} outcomes: nothing for GRPO to learn from")
     return mixed
+
+
+def reachable_tasks(greedy: Path, sampled: Path, training_task_ids: set[str], loop: str) -> list[str]:
+    """The training tasks greedy decoding fails and a sample solves, from two evaluations of the warm start.
+
+    Where both agree a group only sharpens what greedy decoding already does; where greedy solves
+    and a sample fails, an update toward the failed sample can cost the task. Only here can greedy
+    pass@1 rise (`multiharness.evaluation.sampling_headroom`). Raises ValueError as
+    `mixed_templates` does, and when no task is reachable.
+    """
+    tasks = reachable_units(_training_records(greedy, training_task_ids, loop),
+                            _training_records(sampled, training_task_ids, loop))
+    if not tasks:
+        raise ValueError(f"no task that {greedy} fails is solved by a sample in {sampled}: nothing for GRPO to add")
+    return sorted(task_id for task_id, _ in tasks)

@@ -546,6 +546,12 @@ def pass_at_k(records: list[dict]) -> list[float]:
             for k in range(1, most + 1)]
 
 
+def reachable_units(greedy: list[dict], sampled: list[dict]) -> set[tuple]:
+    """The (task, loop) units greedy decoding fails and some sample solves: where GRPO can raise greedy pass@1."""
+    greedy_units, sampled_units = _solved_by_unit(greedy), _solved_by_unit(sampled)
+    return {u for u, outcomes in greedy_units.items() if not max(outcomes) and max(sampled_units.get(u, [0]))}
+
+
 def sampling_headroom(greedy: list[dict], sampled: list[dict]) -> dict:
     """Greedy outcomes against sampled ones on the same (task, loop) units: what sampling reaches that greedy does not.
 
@@ -561,7 +567,7 @@ def sampling_headroom(greedy: list[dict], sampled: list[dict]) -> dict:
         "units": len(both),
         "greedy_solved": sum(g for g, _ in both),
         "solved_by_a_sample": sum(1 for _, s in both if max(s)),
-        "reachable": sum(1 for g, s in both if not g and max(s)),
+        "reachable": len(reachable_units(greedy, sampled)),
         "fragile": sum(1 for g, s in both if g and not min(s)),
         "samples_per_unit": min((len(s) for _, s in both), default=0),
     }

@@ -67,6 +67,37 @@ def test_a_curriculum_that_cannot_be_used_stops_the_run_before_it_starts(easy_ta
         load_script("train/whitebox.py").task_dataset(easy_tasks, ("easy",), _curriculum(tmp_path, outcomes))
 
 
+def test_a_greedy_evaluation_narrows_the_curriculum_to_the_tasks_only_a_sample_solves(easy_tasks, tmp_path):
+    sampled = _curriculum(tmp_path / "sampled", {
+        "train-0001-latest-hire": [0, 1],  # greedy fails, a sample solves: kept
+        "train-0002-resolution-hours": [1, 0],  # greedy solves: sharpening adds nothing to greedy pass@1
+        "train-0009-salary-compare": [0, 0],  # no sample solves: a group with nothing to learn
+        "train-0011-monthly-precipitation": [1, 1],  # greedy not graded: left out
+    })
+    greedy = _curriculum(tmp_path / "greedy", {
+        "train-0001-latest-hire": [0], "train-0002-resolution-hours": [1], "train-0009-salary-compare": [0],
+        "train-0011-monthly-precipitation": [None],
+    })
+    dataset = load_script("train/whitebox.py").task_dataset(easy_tasks, ("easy",), sampled, greedy)
+    assert [Path(row["task_path"]).name for row in dataset] == ["train-0001-latest-hire"]
+
+
+@pytest.mark.parametrize("greedy, message", [
+    ({"train-0001-latest-hire": [1]}, "nothing for GRPO to add"),
+    ({"test-0000-long-routes": [0]}, "not training tasks"),
+])
+def test_a_task_curriculum_without_a_reachable_training_task_stops_the_run(easy_tasks, tmp_path, greedy, message):
+    sampled = _curriculum(tmp_path / "sampled", {"train-0001-latest-hire": [0, 1]})
+    with pytest.raises(SystemExit, match=message):
+        load_script("train/whitebox.py").task_dataset(easy_tasks, ("easy",), sampled,
+                                                      _curriculum(tmp_path / "greedy", greedy))
+
+
+def test_a_greedy_curriculum_needs_the_sampled_one():
+    result = _run(["train/whitebox.py", "--curriculum-greedy", "outputs/greedy"])
+    assert result.returncode == 2 and "--curriculum-greedy needs --curriculum" in result.stderr
+
+
 def _scripted_turns(tokenizer, trajectory: dict) -> list[list[int]]:
     """Token ids of each assistant turn of `trajectory`, as a model following the chat template samples them."""
     from multiharness.engine.chat import render_assistant

@@ -23,6 +23,10 @@ read from its evaluation on training tasks at the rollout temperature (`multihar
     python eval/evaluate.py --loops whitebox --task-dir build/tasks/train --tasks 48 --difficulties easy,medium \
         --samples 2 --temperature 0.7 --model outputs/sft --output outputs/curriculum/sft
     python train/whitebox.py --model outputs/sft --curriculum outputs/curriculum/sft
+or, with a greedy evaluation of the same tasks (`--temperature 0`, `--output outputs/curriculum-greedy/sft`), on
+the tasks greedy decoding fails and a sample solves, the only ones where GRPO can raise greedy pass@1:
+    python train/whitebox.py --model outputs/sft --curriculum outputs/curriculum/sft \
+        --curriculum-greedy outputs/curriculum-greedy/sft
 
 GPU (reference recipe, vLLM server on one GPU, training on another):
     # Terminal 1
@@ -51,7 +55,7 @@ from pathlib import Path
 
 from datasets import Dataset
 
-from multiharness.curriculum import mixed_templates
+from multiharness.curriculum import mixed_templates, reachable_tasks
 from multiharness.episode import FailureBudget, FailureBudgetExceeded
 from multiharness.model import cpu_supports_bf16, load_model_and_tokenizer, make_tiny_model
 from multiharness.paths import DEFAULT_MODEL_DIR, DEFAULT_TASKS_DIR
@@ -130,20 +134,27 @@ PRESETS = {
 # ---------------------------------------------------------------- tasks → dataset
 
 
-def task_dataset(tasks_dir: Path, difficulties: tuple[str, ...], curriculum: Path | None = None) -> Dataset:
+def task_dataset(tasks_dir: Path, difficulties: tuple[str, ...], curriculum: Path | None = None,
+                 greedy: Path | None = None) -> Dataset:
     """One row per task: the fixed system prompt and the task path `reset` opens.
 
-    With a curriculum (an evaluation of the warm start on training tasks), only the tasks of the
-    templates whose episodes there were mixed (`multiharness.curriculum`).
+    With a curriculum (a sampled evaluation of the warm start on training tasks), only the tasks of
+    the templates whose episodes there were mixed; with a greedy evaluation of the same tasks too,
+    only the tasks greedy decoding fails and a sample solves (`multiharness.curriculum`).
     """
     tasks = load_tasks(tasks_dir)
-    if curriculum is not None:
-        try:
-            mixed = mixed_templates(curriculum, {t.id for t in tasks}, loop="whitebox")
-        except ValueError as error:
-            raise SystemExit(f"error: {error}") from error
-        print("curriculum: " + ", ".join(f"{o.template} {o.passed}/{o.graded}" for o in mixed.values()))
-        tasks = [t for t in tasks if t.template in mixed]
+    training_task_ids = {t.id for t in tasks}
+    try:
+        if curriculum is not None and greedy is not None:
+            reachable = set(reachable_tasks(greedy, curriculum, training_task_ids, loop="whitebox"))
+            print(f"curriculum: {len(reachable)} tasks greedy decoding fails and a sample solves")
+            tasks = [t for t in tasks if t.id in reachable]
+        elif curriculum is not None:
+            mixed = mixed_templates(curriculum, training_task_ids, loop="whitebox")
+            print("curriculum: " + ", ".join(f"{o.template} {o.passed}/{o.graded}" for o in mixed.values()))
+            tasks = [t for t in tasks if t.template in mixed]
+    except ValueError as error:
+        raise SystemExit(f"error: {error}") from error
     tasks = [t for t in tasks if t.difficulty in difficulties]
     if not tasks:
         raise SystemExit(f"No {'/'.join(difficulties)} tasks under {tasks_dir}: run `python -m multiharness tasks build`.")
@@ -178,6 +189,9 @@ def parse_args():
     parser.add_argument("--output", type=Path, default=Path("outputs/whitebox"), help="checkpoints and logs")
     parser.add_argument("--curriculum", type=Path, default=None, metavar="EVAL_DIR",
                         help="train only on the templates this evaluation of the warm start on training tasks found mixed")
+    parser.add_argument("--curriculum-greedy", type=Path, default=None, metavar="EVAL_DIR",
+                        help="a greedy evaluation of the same tasks: train only on those it fails and a sample of "
+                             "--curriculum solves")
     parser.add_argument("--steps", type=int, default=None, help="override the preset's number of steps")
     parser.add_argument("--learning-rate", type=float, default=None, help="override the preset's learning rate")
     parser.add_argument("--difficulties", default=None, help="override the preset's task tiers (comma-separated)")
@@ -191,7 +205,10 @@ def parse_args():
     parser.add_argument("--resume", action="store_true", help="continue from the last checkpoint in --output")
     parser.add_argument("--space-id", default=None, help="publish the Trackio dashboard to this HF Space")
     parser.add_argument("--vllm-server", default=VLLM_SERVER, help="vLLM server URL (gpu preset)")
-    return parser.parse_args()
+    args = parser.parse_args()
+    if args.curriculum_greedy and not args.curriculum:
+        parser.error("--curriculum-greedy needs --curriculum, the sampled evaluation of the same tasks")
+    return args
 
 
 def grpo_config(args, preset: Preset, bf16: bool):
@@ -259,7 +276,8 @@ def main():
     os.environ.setdefault("TRACKIO_DIR", str(args.output.resolve() / "trackio"))
     from multiharness.grpo import SignalOnlyGRPOTrainer
 
-    dataset = task_dataset(args.tasks, preset.difficulties, args.curriculum)  # a bad curriculum stops here
+    # a bad curriculum stops here, before the model loads
+    dataset = task_dataset(args.tasks, preset.difficulties, args.curriculum, args.curriculum_greedy)
     print(f"tasks: {len(dataset)} from {args.tasks}")
 
     model_id = args.model or (make_tiny_model(args.output / "tiny-model") if args.preset == "smoke" else preset.model)
@@ -278,7 +296,8 @@ def main():
     config = grpo_config(args, preset, bf16)
     (args.output / "training_config.json").write_text(
         json.dumps({"preset": args.preset, **asdict(preset), "model": str(model_id),
-                    "curriculum": str(args.curriculum) if args.curriculum else None}, indent=2)
+                    "curriculum": str(args.curriculum) if args.curriculum else None,
+                    "curriculum_greedy": str(args.curriculum_greedy) if args.curriculum_greedy else None}, indent=2)
     )
     # TRL's GRPOTrainer, less the forward and backward passes of rollouts whose advantage is 0
     # (groups with one reward for all): the same update, in less time (multiharness/grpo.py).
