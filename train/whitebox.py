@@ -23,8 +23,9 @@ read from its evaluation on training tasks at the rollout temperature (`multihar
     python eval/evaluate.py --loops whitebox --task-dir build/tasks/train --tasks 48 --difficulties easy,medium \
         --samples 2 --temperature 0.7 --model outputs/sft --output outputs/curriculum/sft
     python train/whitebox.py --model outputs/sft --curriculum outputs/curriculum/sft
-or, with a greedy evaluation of the same tasks (`--temperature 0`, `--output outputs/curriculum-greedy/sft`), on
-the tasks greedy decoding fails and a sample solves, the only ones where GRPO can raise greedy pass@1:
+or, with a greedy evaluation of the same tasks too (that command without `--samples --temperature`,
+into outputs/curriculum-greedy/sft), on the tasks greedy decoding fails and a sample solves, the only
+ones where GRPO can raise greedy pass@1:
     python train/whitebox.py --model outputs/sft --curriculum outputs/curriculum/sft \
         --curriculum-greedy outputs/curriculum-greedy/sft
 
