@@ -178,7 +178,8 @@ def test_command_line_overrides_reach_the_grpo_config(monkeypatch):
 
     script = load_script("train/whitebox.py")
     monkeypatch.setattr(sys, "argv", ["whitebox.py", "--steps", "4", "--learning-rate", "3e-7", "--save-steps", "2",
-                                      "--difficulties", "easy", "--num-generations", "8", "--rollouts-per-step", "16"])
+                                      "--difficulties", "easy", "--num-generations", "8", "--rollouts-per-step", "16",
+                                      "--beta", "0.04"])
     args = script.parse_args()
     preset = script.run_preset(args)
     assert preset.temperature == script.PRESETS["cpu"].temperature  # what is not overridden is the preset's
@@ -187,6 +188,7 @@ def test_command_line_overrides_reach_the_grpo_config(monkeypatch):
     monkeypatch.setattr(trl, "GRPOConfig", lambda **kwargs: recorded.update(kwargs))
     script.grpo_config(args, preset, bf16=False)
     assert (recorded["max_steps"], recorded["learning_rate"], recorded["save_steps"]) == (4, 3e-7, 2)
+    assert (script.PRESETS["cpu"].beta, recorded["beta"]) == (0.0, 0.04)
     # Groups of 8, two per step, one rollout per backward pass: 16 passes accumulated per update.
     assert (recorded["num_generations"], recorded["gradient_accumulation_steps"]) == (8, 16)
 

@@ -91,6 +91,7 @@ class Preset:
     max_tool_calling_iterations: int  # tool calls TRL runs per rollout (the model speaks once more after the last)
     save_steps: int
     use_vllm: bool
+    beta: float = 0.0  # KL weight to the start model: 0 (TRL's default) loads no reference copy
 
 
 PRESETS = {
@@ -195,6 +196,8 @@ def parse_args():
                              "--curriculum solves")
     parser.add_argument("--steps", type=int, default=None, help="override the preset's number of steps")
     parser.add_argument("--learning-rate", type=float, default=None, help="override the preset's learning rate")
+    parser.add_argument("--beta", type=float, default=None,
+                        help="override the preset's KL weight to the start model (> 0 loads a reference copy)")
     parser.add_argument("--difficulties", default=None, help="override the preset's task tiers (comma-separated)")
     parser.add_argument("--num-generations", type=int, default=None, help="override the preset's group size")
     parser.add_argument("--rollouts-per-step", type=int, default=None,
@@ -234,7 +237,7 @@ def grpo_config(args, preset: Preset, bf16: bool):
         # Dr. GRPO's unscaled advantages: dividing by the group's std would turn the reward's
         # tool-call bonus (a tie-breaker worth <0.1) into a full-size signal in all-correct groups.
         scale_rewards="none",
-        beta=0.0,  # no reference model: saves memory; the clipped ratio keeps updates close
+        beta=preset.beta,  # 0: no reference model (saves memory); the clipped ratio keeps updates close
         bf16=bf16,
         use_cpu=not preset.use_vllm,
         activation_checkpointing=preset.use_vllm,  # only costs time at 135M on a CPU
@@ -253,7 +256,8 @@ def grpo_config(args, preset: Preset, bf16: bool):
 
 def run_preset(args) -> Preset:
     """The named preset with the command line's overrides: what runs, and what training_config.json records."""
-    overrides = {"steps": args.steps, "learning_rate": args.learning_rate, "save_steps": args.save_steps,
+    overrides = {"steps": args.steps, "learning_rate": args.learning_rate, "beta": args.beta,
+                 "save_steps": args.save_steps,
                  "difficulties": tuple(args.difficulties.split(",")) if args.difficulties else None,
                  "num_generations": args.num_generations, "rollouts_per_step": args.rollouts_per_step}
     preset = replace(PRESETS[args.preset], **{name: value for name, value in overrides.items() if value is not None})
