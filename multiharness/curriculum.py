@@ -93,7 +93,7 @@ def mixed_templates(evaluation: Path, training_task_ids: set[str], loop: str) ->
     return mixed
 
 
-def reachable_tasks(greedy: Path, sampled: Path, training_task_ids: set[str], loop: str) -> list[str]:
+def reachable_tasks(greedy: Path, sampled: Path, training_task_ids: set[str], loop: str) -> set[str]:
     """The training tasks greedy decoding fails and a sample solves, from two evaluations of the warm start.
 
     Where both agree a group only sharpens what greedy decoding already does; where greedy solves
@@ -105,4 +105,4 @@ def reachable_tasks(greedy: Path, sampled: Path, training_task_ids: set[str], lo
                             _training_records(sampled, training_task_ids, loop))
     if not tasks:
         raise ValueError(f"no task that {greedy} fails is solved by a sample in {sampled}: nothing for GRPO to add")
-    return sorted(task_id for task_id, _ in tasks)
+    return {task_id for task_id, _ in tasks}

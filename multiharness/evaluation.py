@@ -546,10 +546,13 @@ def pass_at_k(records: list[dict]) -> list[float]:
             for k in range(1, most + 1)]
 
 
+def _reachable(greedy_units: dict[tuple, list[int]], sampled_units: dict[tuple, list[int]]) -> set[tuple]:
+    return {u for u, outcomes in greedy_units.items() if not max(outcomes) and max(sampled_units.get(u, [0]))}
+
+
 def reachable_units(greedy: list[dict], sampled: list[dict]) -> set[tuple]:
     """The (task, loop) units greedy decoding fails and some sample solves: where GRPO can raise greedy pass@1."""
-    greedy_units, sampled_units = _solved_by_unit(greedy), _solved_by_unit(sampled)
-    return {u for u, outcomes in greedy_units.items() if not max(outcomes) and max(sampled_units.get(u, [0]))}
+    return _reachable(_solved_by_unit(greedy), _solved_by_unit(sampled))
 
 
 def sampling_headroom(greedy: list[dict], sampled: list[dict]) -> dict:
@@ -567,7 +570,7 @@ def sampling_headroom(greedy: list[dict], sampled: list[dict]) -> dict:
         "units": len(both),
         "greedy_solved": sum(g for g, _ in both),
         "solved_by_a_sample": sum(1 for _, s in both if max(s)),
-        "reachable": len(reachable_units(greedy, sampled)),
+        "reachable": len(_reachable(greedy_units, sampled_units)),
         "fragile": sum(1 for g, s in both if g and not min(s)),
         "samples_per_unit": min((len(s) for _, s in both), default=0),
     }

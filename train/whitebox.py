@@ -148,7 +148,7 @@ def task_dataset(tasks_dir: Path, difficulties: tuple[str, ...], curriculum: Pat
     training_task_ids = {t.id for t in tasks}
     try:
         if curriculum is not None and greedy is not None:
-            reachable = set(reachable_tasks(greedy, curriculum, training_task_ids, loop="whitebox"))
+            reachable = reachable_tasks(greedy, curriculum, training_task_ids, loop="whitebox")
             print(f"curriculum: {len(reachable)} tasks greedy decoding fails and a sample solves")
             tasks = [t for t in tasks if t.id in reachable]
         elif curriculum is not None:
