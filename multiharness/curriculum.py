@@ -21,7 +21,9 @@ tasks: choosing what to train on from test outcomes would leak the held-out set 
 Mixed templates still hold many tasks greedy decoding already solves, where a group can only
 sharpen what greedy does (RESULTS.md: of the held-out tasks where the warm start's samples and its
 greedy episode disagree, two in three are such). With a greedy evaluation of the same tasks too
-(`--curriculum-greedy`), the run keeps the tasks greedy fails and a sample solves (`reachable_tasks`).
+(`--curriculum-greedy`), the run keeps the tasks greedy fails and a sample solves (`reachable_tasks`),
+or those and the tasks greedy solves (`solved_tasks`, `--curriculum-tasks solved`): every task some
+episode of the warm start solves, so that the run's data also rewards what greedy already does right.
 
 Measured (RESULTS.md): from the `cpu` SFT preset it raised the groups with mixed rewards from 4 to
 10 of 20 in the `cpu` GRPO preset (13–14 of 20 once training ran the evaluator's four tool calls), and
@@ -107,3 +109,19 @@ def reachable_tasks(greedy: Path, sampled: Path, training_task_ids: set[str], lo
     if not tasks:
         raise ValueError(f"no task that {greedy} fails is solved by a sample in {sampled}: nothing for GRPO to add")
     return {task_id for task_id, _ in tasks}
+
+
+def solved_tasks(greedy: Path, sampled: Path, training_task_ids: set[str], loop: str) -> set[str]:
+    """The training tasks some episode of the warm start solves: those greedy decoding solves, and the reachable ones.
+
+    Only tasks no episode solved are left out: their groups would be all wrong. The tasks greedy
+    solves keep in the run's data what greedy already does right, which reachable tasks alone do
+    not (RESULTS.md: those fragile held-out tasks were lost as often as reachable ones were gained).
+    Raises ValueError as `mixed_templates` does, and when no task is solved.
+    """
+    greedy_records = _training_records(greedy, training_task_ids, loop)
+    reachable = reachable_units(greedy_records, _training_records(sampled, training_task_ids, loop))
+    tasks = {task_id for task_id, _ in reachable} | {r["task_id"] for r in greedy_records if r.get("correctness") == 1}
+    if not tasks:
+        raise ValueError(f"no episode in {greedy} or {sampled} solved a task: nothing for GRPO to learn from")
+    return tasks

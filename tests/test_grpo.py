@@ -23,7 +23,7 @@ def alternating_reward(completions, **kwargs):
 def _trainer(tmp_path, reward) -> SignalOnlyGRPOTrainer:
     """The smoke preset's configuration (unscaled advantages, beta 0), a tiny model, one group of 2."""
     script = load_script("train/whitebox.py")
-    args = SimpleNamespace(output=tmp_path, vllm_server=None, space_id=None)
+    args = SimpleNamespace(output=tmp_path, vllm_server=None, space_id=None, seed=0)
     config = script.grpo_config(args, script.PRESETS["smoke"], bf16=False)
     config.report_to = []
     model, tokenizer = load_model_and_tokenizer(make_tiny_model(tmp_path / "tiny"))

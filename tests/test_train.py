@@ -82,6 +82,26 @@ def test_a_greedy_evaluation_narrows_the_curriculum_to_the_tasks_only_a_sample_s
     assert [Path(row["task_path"]).name for row in dataset] == ["train-0001-latest-hire"]
 
 
+def test_a_solved_curriculum_keeps_every_task_greedy_or_a_sample_solves(easy_tasks, tmp_path):
+    sampled = _curriculum(tmp_path / "sampled", {
+        "train-0001-latest-hire": [0, 1],  # greedy fails, a sample solves: kept
+        "train-0009-salary-compare": [0, 0],  # no episode solves it: a group of zeros, left out
+    })
+    greedy = _curriculum(tmp_path / "greedy", {
+        "train-0001-latest-hire": [0], "train-0002-resolution-hours": [1],  # greedy solves: kept, unsampled
+        "train-0009-salary-compare": [0], "train-0011-monthly-precipitation": [None],
+    })
+    dataset = load_script("train/whitebox.py").task_dataset(easy_tasks, ("easy",), sampled, greedy, keep="solved")
+    assert [Path(row["task_path"]).name for row in dataset] == ["train-0001-latest-hire", "train-0002-resolution-hours"]
+
+
+def test_a_solved_curriculum_without_a_solved_task_stops_the_run(easy_tasks, tmp_path):
+    sampled = _curriculum(tmp_path / "sampled", {"train-0001-latest-hire": [0, 0]})
+    greedy = _curriculum(tmp_path / "greedy", {"train-0001-latest-hire": [0]})
+    with pytest.raises(SystemExit, match="no episode .* solved a task"):
+        load_script("train/whitebox.py").task_dataset(easy_tasks, ("easy",), sampled, greedy, keep="solved")
+
+
 @pytest.mark.parametrize("greedy, message", [
     ({"train-0001-latest-hire": [1]}, "nothing for GRPO to add"),
     ({"test-0000-long-routes": [0]}, "not training tasks"),
@@ -96,6 +116,11 @@ def test_a_task_curriculum_without_a_reachable_training_task_stops_the_run(easy_
 def test_a_greedy_curriculum_needs_the_sampled_one():
     result = _run(["train/whitebox.py", "--curriculum-greedy", "outputs/greedy"])
     assert result.returncode == 2 and "--curriculum-greedy needs --curriculum" in result.stderr
+
+
+def test_a_task_curriculum_needs_the_greedy_evaluation():
+    result = _run(["train/whitebox.py", "--curriculum", "outputs/sampled", "--curriculum-tasks", "solved"])
+    assert result.returncode == 2 and "--curriculum-tasks needs --curriculum-greedy" in result.stderr
 
 
 def _scripted_turns(tokenizer, trajectory: dict) -> list[list[int]]:
@@ -136,7 +161,7 @@ def test_the_grpo_loop_runs_as_many_tool_calls_as_the_evaluator(easy_tasks, tmp_
 
     preset = dataclasses.replace(preset, steps=1, num_generations=2, rollouts_per_step=2, micro_batch_size=2,
                                  max_tool_calling_iterations=tool_calls_run or preset.max_tool_calling_iterations)
-    args = SimpleNamespace(output=tmp_path, vllm_server=None, space_id=None)
+    args = SimpleNamespace(output=tmp_path, vllm_server=None, space_id=None, seed=0)
     config = script.grpo_config(args, preset, bf16=False)
     config.report_to = []
     model, tokenizer = load_model_and_tokenizer(make_tiny_model(tmp_path / "tiny"))
@@ -168,7 +193,7 @@ def test_gpu_preset_uses_only_keywords_the_installed_grpo_config_has(monkeypatch
     script = load_script("train/whitebox.py")
     recorded = {}
     monkeypatch.setattr(trl, "GRPOConfig", lambda **kwargs: recorded.update(kwargs))
-    args = SimpleNamespace(output=Path("out"), vllm_server=script.VLLM_SERVER, space_id=None)
+    args = SimpleNamespace(output=Path("out"), vllm_server=script.VLLM_SERVER, space_id=None, seed=0)
     script.grpo_config(args, script.PRESETS["gpu"], bf16=True)
     assert set(recorded) <= accepted and recorded["use_vllm"] and recorded["vllm_mode"] == "server"
 
@@ -179,7 +204,7 @@ def test_command_line_overrides_reach_the_grpo_config(monkeypatch):
     script = load_script("train/whitebox.py")
     monkeypatch.setattr(sys, "argv", ["whitebox.py", "--steps", "4", "--learning-rate", "3e-7", "--save-steps", "2",
                                       "--difficulties", "easy", "--num-generations", "8", "--rollouts-per-step", "16",
-                                      "--beta", "0.04"])
+                                      "--beta", "0.04", "--seed", "3"])
     args = script.parse_args()
     preset = script.run_preset(args)
     assert preset.temperature == script.PRESETS["cpu"].temperature  # what is not overridden is the preset's
@@ -189,6 +214,7 @@ def test_command_line_overrides_reach_the_grpo_config(monkeypatch):
     script.grpo_config(args, preset, bf16=False)
     assert (recorded["max_steps"], recorded["learning_rate"], recorded["save_steps"]) == (4, 3e-7, 2)
     assert (script.PRESETS["cpu"].beta, recorded["beta"]) == (0.0, 0.04)
+    assert recorded["seed"] == 3  # the data order and the rollouts' sampling
     # Groups of 8, two per step, one rollout per backward pass: 16 passes accumulated per update.
     assert (recorded["num_generations"], recorded["gradient_accumulation_steps"]) == (8, 16)
 

@@ -28,6 +28,8 @@ into outputs/curriculum-greedy/sft), on the tasks greedy decoding fails and a sa
 ones where GRPO can raise greedy pass@1:
     python train/whitebox.py --model outputs/sft --curriculum outputs/curriculum/sft \
         --curriculum-greedy outputs/curriculum-greedy/sft
+and with `--curriculum-tasks solved`, on those and the tasks greedy solves: every task some episode
+of the warm start solves (the recipe of RESULTS.md's 30-step run, with `--learning-rate 5e-6 --steps 30`).
 
 GPU (reference recipe, vLLM server on one GPU, training on another):
     # Terminal 1
@@ -56,7 +58,7 @@ from pathlib import Path
 
 from datasets import Dataset
 
-from multiharness.curriculum import mixed_templates, reachable_tasks
+from multiharness.curriculum import mixed_templates, reachable_tasks, solved_tasks
 from multiharness.episode import FailureBudget, FailureBudgetExceeded
 from multiharness.model import cpu_supports_bf16, load_model_and_tokenizer, make_tiny_model
 from multiharness.paths import DEFAULT_MODEL_DIR, DEFAULT_TASKS_DIR
@@ -137,17 +139,22 @@ PRESETS = {
 
 
 def task_dataset(tasks_dir: Path, difficulties: tuple[str, ...], curriculum: Path | None = None,
-                 greedy: Path | None = None) -> Dataset:
+                 greedy: Path | None = None, keep: str = "reachable") -> Dataset:
     """One row per task: the fixed system prompt and the task path `reset` opens.
 
     With a curriculum (a sampled evaluation of the warm start on training tasks), only the tasks of
     the templates whose episodes there were mixed; with a greedy evaluation of the same tasks too,
-    only the tasks greedy decoding fails and a sample solves (`multiharness.curriculum`).
+    only the tasks greedy decoding fails and a sample solves (`keep` "reachable"), or those and the
+    tasks greedy solves ("solved") (`multiharness.curriculum`).
     """
     tasks = load_tasks(tasks_dir)
     training_task_ids = {t.id for t in tasks}
     try:
-        if curriculum is not None and greedy is not None:
+        if curriculum is not None and greedy is not None and keep == "solved":
+            solved = solved_tasks(greedy, curriculum, training_task_ids, loop="whitebox")
+            print(f"curriculum: {len(solved)} tasks greedy decoding or a sample solves")
+            tasks = [t for t in tasks if t.id in solved]
+        elif curriculum is not None and greedy is not None:
             reachable = reachable_tasks(greedy, curriculum, training_task_ids, loop="whitebox")
             print(f"curriculum: {len(reachable)} tasks greedy decoding fails and a sample solves")
             tasks = [t for t in tasks if t.id in reachable]
@@ -194,6 +201,10 @@ def parse_args():
     parser.add_argument("--curriculum-greedy", type=Path, default=None, metavar="EVAL_DIR",
                         help="a greedy evaluation of the same tasks: train only on those it fails and a sample of "
                              "--curriculum solves")
+    parser.add_argument("--curriculum-tasks", choices=("reachable", "solved"), default="reachable",
+                        help="with --curriculum-greedy: the tasks only a sample solves (reachable), or every task "
+                             "greedy or a sample solves (solved)")
+    parser.add_argument("--seed", type=int, default=0, help="data order and sampling; --resume needs the run's own")
     parser.add_argument("--steps", type=int, default=None, help="override the preset's number of steps")
     parser.add_argument("--learning-rate", type=float, default=None, help="override the preset's learning rate")
     parser.add_argument("--beta", type=float, default=None,
@@ -212,6 +223,8 @@ def parse_args():
     args = parser.parse_args()
     if args.curriculum_greedy and not args.curriculum:
         parser.error("--curriculum-greedy needs --curriculum, the sampled evaluation of the same tasks")
+    if args.curriculum_tasks != "reachable" and not args.curriculum_greedy:
+        parser.error("--curriculum-tasks needs --curriculum-greedy, the greedy evaluation of the same tasks")
     return args
 
 
@@ -250,7 +263,7 @@ def grpo_config(args, preset: Preset, bf16: bool):
         report_to="trackio",
         project="multiharness-whitebox",
         trackio_space_id=args.space_id,
-        seed=0,  # fixes the data order, so --resume replays the same batches
+        seed=args.seed,  # fixes the data order, so --resume with the same seed replays the same batches
     )
 
 
@@ -282,7 +295,8 @@ def main():
     from multiharness.grpo import SignalOnlyGRPOTrainer
 
     # a bad curriculum stops here, before the model loads
-    dataset = task_dataset(args.tasks, preset.difficulties, args.curriculum, args.curriculum_greedy)
+    dataset = task_dataset(args.tasks, preset.difficulties, args.curriculum, args.curriculum_greedy,
+                           args.curriculum_tasks)
     print(f"tasks: {len(dataset)} from {args.tasks}")
 
     model_id = args.model or (make_tiny_model(args.output / "tiny-model") if args.preset == "smoke" else preset.model)
@@ -302,7 +316,9 @@ def main():
     (args.output / "training_config.json").write_text(
         json.dumps({"preset": args.preset, **asdict(preset), "model": str(model_id),
                     "curriculum": str(args.curriculum) if args.curriculum else None,
-                    "curriculum_greedy": str(args.curriculum_greedy) if args.curriculum_greedy else None}, indent=2)
+                    "curriculum_greedy": str(args.curriculum_greedy) if args.curriculum_greedy else None,
+                    "curriculum_tasks": args.curriculum_tasks if args.curriculum_greedy else None,
+                    "seed": args.seed}, indent=2)
     )
     # TRL's GRPOTrainer, less the forward and backward passes of rollouts whose advantage is 0
     # (groups with one reward for all): the same update, in less time (multiharness/grpo.py).
