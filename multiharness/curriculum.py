@@ -29,7 +29,8 @@ Measured (RESULTS.md): from the `cpu` SFT preset it raised the groups with mixed
 10 of 20 in the `cpu` GRPO preset (13–14 of 20 once training ran the evaluator's four tool calls), and
 held-out pass@1 did not rise with them. On reachable tasks alone (20 of 96 training tasks), GRPO
 turned 6 of the 15 reachable held-out tasks and lost 7 that greedy solved and a sample failed: +1
-(with the tasks greedy solves added, +3, p = 0.61; continued to 30 steps, +11, p = 0.019).
+(with the tasks greedy solves added, +3, p = 0.61; continued to 30 steps, +11, p = 0.019; 30 steps
+with another seed, +8, p = 0.096).
 """
 
 from __future__ import annotations

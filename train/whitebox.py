@@ -150,14 +150,12 @@ def task_dataset(tasks_dir: Path, difficulties: tuple[str, ...], curriculum: Pat
     tasks = load_tasks(tasks_dir)
     training_task_ids = {t.id for t in tasks}
     try:
-        if curriculum is not None and greedy is not None and keep == "solved":
-            solved = solved_tasks(greedy, curriculum, training_task_ids, loop="whitebox")
-            print(f"curriculum: {len(solved)} tasks greedy decoding or a sample solves")
-            tasks = [t for t in tasks if t.id in solved]
-        elif curriculum is not None and greedy is not None:
-            reachable = reachable_tasks(greedy, curriculum, training_task_ids, loop="whitebox")
-            print(f"curriculum: {len(reachable)} tasks greedy decoding fails and a sample solves")
-            tasks = [t for t in tasks if t.id in reachable]
+        if curriculum is not None and greedy is not None:
+            select, which = {"reachable": (reachable_tasks, "greedy decoding fails and a sample solves"),
+                             "solved": (solved_tasks, "greedy decoding or a sample solves")}[keep]
+            kept = select(greedy, curriculum, training_task_ids, loop="whitebox")
+            print(f"curriculum: {len(kept)} tasks {which}")
+            tasks = [t for t in tasks if t.id in kept]
         elif curriculum is not None:
             mixed = mixed_templates(curriculum, training_task_ids, loop="whitebox")
             print("curriculum: " + ", ".join(f"{o.template} {o.passed}/{o.graded}" for o in mixed.values()))
