@@ -116,8 +116,8 @@ def solved_tasks(greedy: Path, sampled: Path, training_task_ids: set[str], loop:
     """The training tasks some episode of the warm start solves: those greedy decoding solves, and the reachable ones.
 
     Only tasks no episode solved are left out: their groups would be all wrong. The tasks greedy
-    solves keep in the run's data what greedy already does right, which reachable tasks alone do
-    not (RESULTS.md: those fragile held-out tasks were lost as often as reachable ones were gained).
+    solves keep in the run's data what greedy already does right; without them (RESULTS.md) GRPO
+    lost as many held-out tasks greedy solved as it gained reachable ones.
     Raises ValueError as `mixed_templates` does, and when no task is solved.
     """
     greedy_records = _training_records(greedy, training_task_ids, loop)
