@@ -31,7 +31,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from openenv.core.harness import TrainingTrace
@@ -58,6 +58,7 @@ __all__ = [
     "PerTaskFactory",
     "Preset",
     "prompt_dataset",
+    "run_preset",
     "session_factory",
     "trace_row",
     "TraceRow",
@@ -438,14 +439,13 @@ def episode_reward(episode_reward, forks, dropped_tokens, boundary, log_metric=N
     return list(episode_reward)
 
 
-def grpo_config(output: Path, preset: Preset, steps: int, *, bf16: bool, project: str, space_id: str | None,
-                save_steps: int | None = None):
+def grpo_config(output: Path, preset: Preset, *, bf16: bool, project: str, space_id: str | None):
     """The CPU trainer's TRL configuration: `GRPOTrainer(rollout_func=HarnessRollouts(...))`."""
     from trl import GRPOConfig
 
     return GRPOConfig(
         output_dir=str(output),
-        max_steps=steps,
+        max_steps=preset.steps,
         learning_rate=preset.learning_rate,
         lr_scheduler_type="constant",
         num_generations=preset.num_generations,
@@ -461,7 +461,7 @@ def grpo_config(output: Path, preset: Preset, steps: int, *, bf16: bool, project
         beta=0.0,  # no reference model: saves memory; the clipped ratio keeps updates close
         bf16=bf16,
         use_cpu=True,
-        save_steps=save_steps or preset.save_steps,
+        save_steps=preset.save_steps,
         logging_steps=1,
         report_to="trackio",
         project=project,
@@ -470,14 +470,13 @@ def grpo_config(output: Path, preset: Preset, steps: int, *, bf16: bool, project
     )
 
 
-def async_grpo_config(output: Path, preset: Preset, steps: int, *, vllm_server: str, project: str,
-                      space_id: str | None, save_steps: int | None = None):
+def async_grpo_config(output: Path, preset: Preset, *, vllm_server: str, project: str, space_id: str | None):
     """The GPU trainer's configuration: TRL's `AsyncGRPOTrainer` fed by `HarnessRolloutWorker` from vLLM."""
     from trl.experimental.async_grpo import AsyncGRPOConfig
 
     return AsyncGRPOConfig(
         output_dir=str(output),
-        max_steps=steps,
+        max_steps=preset.steps,
         learning_rate=preset.learning_rate,
         lr_scheduler_type="constant",
         num_generations=preset.num_generations,
@@ -491,7 +490,7 @@ def async_grpo_config(output: Path, preset: Preset, steps: int, *, vllm_server: 
         max_staleness=4,  # rollouts at most 4 weight versions old are trained on
         vllm_server_base_url=vllm_server,
         bf16=True,
-        save_steps=save_steps or preset.save_steps,
+        save_steps=preset.save_steps,
         logging_steps=1,
         report_to="trackio",
         project=project,
@@ -530,8 +529,7 @@ def harness_rollout_worker(config, dataset, tokenizer, factory: VllmSessionFacto
 def train(args, *, harnesses: Sequence[str], runner: str, project: str, title: str) -> None:
     """One blackbox GRPO run: settings -> model -> tasks -> sessions -> reward -> TRL config -> train -> save.
 
-    `args` are the scripts' shared flags (preset, model, tasks, output, steps, save_steps, engine,
-    vllm_server, resume, space_id). Prints one line at each milestone.
+    `args` are the scripts' shared flags (`add_training_flags`). Prints one line at each milestone.
     """
     import json
     import os
@@ -543,14 +541,13 @@ def train(args, *, harnesses: Sequence[str], runner: str, project: str, title: s
     from .learning_curve import learning_curve
     from .model import cpu_supports_bf16, load_model_and_tokenizer, make_tiny_model
 
-    preset = PRESETS[args.preset]
-    steps = args.steps or preset.steps
+    preset = run_preset(args)
     args.output.mkdir(parents=True, exist_ok=True)
     # Trackio reads its folder once, when TRL imports it: set it before anything imports TRL.
     os.environ.setdefault("TRACKIO_DIR", str(args.output.resolve() / "trackio"))
     model_id = args.model or (make_tiny_model(args.output / "tiny-model") if args.preset == "smoke" else preset.model)
     (args.output / "training_config.json").write_text(json.dumps(
-        {"preset": args.preset, **asdict(preset), "steps": steps, "model": str(model_id), "harnesses": list(harnesses),
+        {"preset": args.preset, **asdict(preset), "model": str(model_id), "harnesses": list(harnesses),
          "runner": runner, "engine": args.engine}, indent=2))
 
     tasks = training_tasks(args.tasks, preset.difficulties)
@@ -563,8 +560,8 @@ def train(args, *, harnesses: Sequence[str], runner: str, project: str, title: s
         from transformers import AutoTokenizer
         from trl.experimental.async_grpo import AsyncGRPOTrainer
 
-        config = async_grpo_config(args.output, preset, steps, vllm_server=args.vllm_server, project=project,
-                                   space_id=args.space_id, save_steps=args.save_steps)
+        config = async_grpo_config(args.output, preset, vllm_server=args.vllm_server, project=project,
+                                   space_id=args.space_id)
         tokenizer = AutoTokenizer.from_pretrained(model_id)
         factory = VllmSessionFactory(args.vllm_server, str(model_id), tuple(harnesses), str(args.tasks),
                                      preset.max_tokens, preset.max_model_calls, preset.timeout_s, runner)
@@ -591,8 +588,7 @@ def train(args, *, harnesses: Sequence[str], runner: str, project: str, title: s
             budget=budget,
         )
         print(f"sessions: {', '.join(harnesses)} run by {runner}, through the capture proxy at {endpoint.proxy.url}")
-        config = grpo_config(args.output, preset, steps, bf16=bf16, project=project, space_id=args.space_id,
-                             save_steps=args.save_steps)
+        config = grpo_config(args.output, preset, bf16=bf16, project=project, space_id=args.space_id)
         trainer = SignalOnlyGRPOTrainer(  # no training pass for rollouts of zero advantage (multiharness/grpo.py)
             model=model,
             processing_class=tokenizer,
@@ -602,7 +598,7 @@ def train(args, *, harnesses: Sequence[str], runner: str, project: str, title: s
             rollout_func=HarnessRollouts(factory, tokenizer, concurrency=preset.concurrency),
             callbacks=[DropEngineCache(engine)],
         )
-        print(f"training {steps} steps ({preset.rollouts_per_step} episodes per step, {preset.concurrency} at once)")
+        print(f"training {preset.steps} steps ({preset.rollouts_per_step} episodes per step, {preset.concurrency} at once)")
         try:
             trainer.train(resume_from_checkpoint=True if args.resume else None)
         except FailureBudgetExceeded as error:
@@ -611,6 +607,13 @@ def train(args, *, harnesses: Sequence[str], runner: str, project: str, title: s
     trainer.save_state()  # trainer_state.json: the per-step log the learning curve is drawn from
     curve = learning_curve(args.output, args.output / "learning_curve.png", title=title)
     print(f"saved the model to {args.output}; learning curve {curve}; Trackio logs in {os.environ['TRACKIO_DIR']}")
+
+
+def run_preset(args) -> Preset:
+    """The named preset with the command line's overrides: what runs, and what training_config.json records."""
+    overrides = {"steps": args.steps, "save_steps": args.save_steps, "learning_rate": args.learning_rate,
+                 "temperature": args.temperature}
+    return replace(PRESETS[args.preset], **{name: value for name, value in overrides.items() if value is not None})
 
 
 def add_training_flags(parser, *, output: str) -> None:
@@ -623,6 +626,9 @@ def add_training_flags(parser, *, output: str) -> None:
     parser.add_argument("--output", type=Path, default=Path(output), help="checkpoints and logs")
     parser.add_argument("--steps", type=int, default=None, help="override the preset's number of steps")
     parser.add_argument("--save-steps", type=int, default=None, help="override the preset's checkpoint interval")
+    parser.add_argument("--learning-rate", type=float, default=None, help="override the preset's learning rate")
+    parser.add_argument("--temperature", type=float, default=None,
+                        help="override the preset's sampling temperature (the sessions' and the trainer's)")
     parser.add_argument("--engine", choices=ENGINES, default="local",
                         help="local: the trainer's own model serves the rollouts (CPU); vllm: a vLLM server (GPU)")
     parser.add_argument("--vllm-server", default=VLLM_SERVER, help="vLLM server URL (--engine vllm)")

@@ -119,8 +119,27 @@ def test_the_cpu_config_uses_only_keywords_the_installed_grpo_config_has(monkeyp
 
     accepted, recorded = set(inspect.signature(trl.GRPOConfig).parameters), {}
     monkeypatch.setattr(trl, "GRPOConfig", lambda **kwargs: recorded.update(kwargs))
-    blackbox.grpo_config(Path("out"), PRESETS["cpu"], 3, bf16=False, project="p", space_id=None)
+    blackbox.grpo_config(Path("out"), PRESETS["cpu"], bf16=False, project="p", space_id=None)
     assert set(recorded) <= accepted and recorded["use_cpu"] and recorded["gradient_accumulation_steps"] == 4
+
+
+def test_command_line_overrides_reach_the_grpo_config_and_the_rest_stays_the_presets(monkeypatch):
+    import argparse
+
+    import trl
+
+    parser = argparse.ArgumentParser()
+    blackbox.add_training_flags(parser, output="outputs/test")
+    args = parser.parse_args(["--preset", "cpu-mini-swe-agent", "--steps", "16", "--save-steps", "4",
+                              "--learning-rate", "5e-6", "--temperature", "0.7"])
+    preset = blackbox.run_preset(args)
+    assert preset.max_tokens == PRESETS["cpu-mini-swe-agent"].max_tokens
+    recorded = {}
+    monkeypatch.setattr(trl, "GRPOConfig", lambda **kwargs: recorded.update(kwargs))
+    blackbox.grpo_config(Path("out"), preset, bf16=False, project="p", space_id=None)
+    assert (recorded["max_steps"], recorded["save_steps"], recorded["learning_rate"], recorded["temperature"]) == \
+        (16, 4, 5e-6, 0.7)
+    assert blackbox.run_preset(parser.parse_args([])) == PRESETS["cpu"]
 
 
 def test_the_gpu_path_is_the_reference_recipe_with_only_installed_keywords(monkeypatch):
@@ -129,7 +148,7 @@ def test_the_gpu_path_is_the_reference_recipe_with_only_installed_keywords(monke
 
     accepted, recorded = set(inspect.signature(async_grpo.AsyncGRPOConfig).parameters), {}
     monkeypatch.setattr(async_grpo, "AsyncGRPOConfig", lambda **kwargs: recorded.update(kwargs) or SimpleNamespace(**kwargs))
-    config = blackbox.async_grpo_config(Path("out"), PRESETS["gpu"], 500, vllm_server="http://gpu:8000", project="p",
+    config = blackbox.async_grpo_config(Path("out"), PRESETS["gpu"], vllm_server="http://gpu:8000", project="p",
                                         space_id=None)
     reference = dict(per_device_train_batch_size=4, gradient_accumulation_steps=4, max_inflight_tasks=32,
                      max_staleness=4, token_budget=40_960, learning_rate=3e-6, temperature=0.8,
@@ -210,7 +229,7 @@ def _loss_and_logit_grads(trainable, tmp_path, completions):
             "env_mask": [MASK, MASK], "episode_reward": [1.05, 0.0], "forks": [0, 0], "dropped_tokens": [0, 0],
             "boundary": [None, None]}
     preset = replace(PRESETS["smoke"], num_generations=2, rollouts_per_step=2, micro_batch_size=2)
-    config = blackbox.grpo_config(tmp_path, preset, 1, bf16=False, project="test", space_id=None)
+    config = blackbox.grpo_config(tmp_path, preset, bf16=False, project="test", space_id=None)
     config.report_to = []
     prompt = [{"role": "user", "content": "the task"}]
     trainer = GRPOTrainer(model=model, processing_class=tokenizer, args=config, reward_funcs=episode_reward,
