@@ -362,7 +362,8 @@ PRESETS = {
     # is short (1,128 tokens first, ~1,750 by the end), so calls can hold a whole program (256
     # tokens, the evaluator's); two groups of 4 per step, at the whitebox loop's learning rate that
     # does not collapse.
-    # 8 minutes a step on 2 idle cores; held-out pass@1 there 0.20 -> 0.23 after 2 steps (RESULTS.md).
+    # 5 minutes a step on 2 idle cores; neither 2 steps nor 18 on the tasks the warm start solves (lr 5e-6,
+    # T 0.7) moved held-out pass@1 there (0.37: RESULTS.md).
     "cpu-mini-swe-agent": Preset(
         model=str(DEFAULT_MODEL_DIR), difficulties=("easy", "medium"), steps=2, num_generations=4,
         rollouts_per_step=8, micro_batch_size=1, learning_rate=2e-6, temperature=1.0, max_tokens=256,
