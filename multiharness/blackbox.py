@@ -38,6 +38,7 @@ from openenv.core.harness import TrainingTrace
 from transformers import TrainerCallback
 
 from .capture import CaptureError
+from .curriculum import Curriculum, add_curriculum_flags, check_curriculum_flags, curriculum_record
 from .harnesses.session import busy_seconds
 from .paths import DEFAULT_MODEL_DIR
 from .tasks import Task, find_task
@@ -395,19 +396,26 @@ ENGINES = ("local", "vllm")
 """`--engine`: the trainer's own model on a CPU, or a vLLM server on a GPU."""
 
 
-def training_tasks(tasks_dir: Path, difficulties: Sequence[str]) -> list[Task]:
+def training_tasks(tasks_dir: Path, difficulties: Sequence[str], curriculum: Curriculum | None = None,
+                   harness: str | None = None) -> list[Task]:
     """The tasks of these tiers, one per instruction: a session finds its task from the prompt's instruction,
-    so tasks that share one (same question, other data) would be ambiguous; the first of each is kept."""
+    so tasks that share one (same question, other data) would be ambiguous; the first of each is kept.
+
+    With a curriculum, only the tasks it keeps from the warm start's episodes in `harness`
+    (`multiharness.curriculum`)."""
     from .tasks import load_tasks
 
-    tasks, seen = [], set()
-    for task in load_tasks(tasks_dir):
+    tasks = load_tasks(tasks_dir)
+    if curriculum is not None:
+        tasks = curriculum.select(tasks, loop=harness)
+    kept, seen = [], set()
+    for task in tasks:
         if task.difficulty in difficulties and task.instruction not in seen:
             seen.add(task.instruction)
-            tasks.append(task)
-    if not tasks:
+            kept.append(task)
+    if not kept:
         raise SystemExit(f"No {'/'.join(difficulties)} tasks under {tasks_dir}: run `python -m multiharness tasks build`.")
-    return tasks
+    return kept
 
 
 def prompt_dataset(tasks: Sequence[Task]):
@@ -543,15 +551,16 @@ def train(args, *, harnesses: Sequence[str], runner: str, project: str, title: s
     from .model import cpu_supports_bf16, load_model_and_tokenizer, make_tiny_model
 
     preset = run_preset(args)
+    curriculum = Curriculum.from_args(args)
     args.output.mkdir(parents=True, exist_ok=True)
     # Trackio reads its folder once, when TRL imports it: set it before anything imports TRL.
     os.environ.setdefault("TRACKIO_DIR", str(args.output.resolve() / "trackio"))
     model_id = args.model or (make_tiny_model(args.output / "tiny-model") if args.preset == "smoke" else preset.model)
     (args.output / "training_config.json").write_text(json.dumps(
         {"preset": args.preset, **asdict(preset), "model": str(model_id), "harnesses": list(harnesses),
-         "runner": runner, "engine": args.engine}, indent=2))
+         "runner": runner, "engine": args.engine, **curriculum_record(curriculum)}, indent=2))
 
-    tasks = training_tasks(args.tasks, preset.difficulties)
+    tasks = training_tasks(args.tasks, preset.difficulties, curriculum, harness=harnesses[0])
     dataset = prompt_dataset(tasks)
     assignment = harness_for_task([t.id for t in tasks], list(harnesses))
     counts = {name: sum(h == name for h in assignment.values()) for name in harnesses}
@@ -625,6 +634,7 @@ def add_training_flags(parser, *, output: str) -> None:
     parser.add_argument("--model", default=None, help="model folder or Hub id (default: SmolLM2-135M; smoke: tiny)")
     parser.add_argument("--tasks", type=Path, default=DEFAULT_TASKS_DIR / "train", help="built training tasks")
     parser.add_argument("--output", type=Path, default=Path(output), help="checkpoints and logs")
+    add_curriculum_flags(parser)
     parser.add_argument("--steps", type=int, default=None, help="override the preset's number of steps")
     parser.add_argument("--save-steps", type=int, default=None, help="override the preset's checkpoint interval")
     parser.add_argument("--learning-rate", type=float, default=None, help="override the preset's learning rate")
@@ -635,3 +645,14 @@ def add_training_flags(parser, *, output: str) -> None:
     parser.add_argument("--vllm-server", default=VLLM_SERVER, help="vLLM server URL (--engine vllm)")
     parser.add_argument("--resume", action="store_true", help="continue from the last checkpoint in --output")
     parser.add_argument("--space-id", default=None, help="publish the Trackio dashboard to this HF Space")
+
+
+def check_training_flags(parser, args, harnesses: Sequence[str]) -> None:
+    """Stop a command line whose flags do not go together, before anything loads.
+
+    A curriculum is judged from one harness's episodes, and with several harnesses which task runs
+    in which depends on the task list the curriculum makes (`harness_for_task`): one harness only.
+    """
+    check_curriculum_flags(parser, args)
+    if args.curriculum and len(harnesses) != 1:
+        parser.error(f"--curriculum trains in one harness, judged from its episodes; got {', '.join(harnesses)}")

@@ -17,6 +17,9 @@ rollout temperature,
 and the run keeps the templates whose episodes there were neither all right nor all wrong
 (`train/whitebox.py --curriculum outputs/curriculum/sft`). The evaluation must be on training
 tasks: choosing what to train on from test outcomes would leak the held-out set into training.
+The blackbox scripts take the same flags (`add_curriculum_flags`), judged from the episodes of the
+harness they train in: `--loops mini-swe-agent` in that evaluation for `train/harbor.py
+--harnesses mini-swe-agent`.
 
 Mixed templates still hold many tasks greedy decoding already solves, where a group can only
 sharpen what greedy does (RESULTS.md: of the held-out tasks where the warm start's samples and its
@@ -36,11 +39,15 @@ with another seed, +8, p = 0.096).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from .evaluation import reachable_units, records_in
+from .tasks import Task
+
+KEEP = ("reachable", "solved")
+"""`--curriculum-tasks`: the tasks only a sample solves, or every task greedy or a sample solves."""
 
 
 @dataclass(frozen=True)
@@ -126,3 +133,67 @@ def solved_tasks(greedy: Path, sampled: Path, training_task_ids: set[str], loop:
     if not tasks:
         raise ValueError(f"no episode in {greedy} or {sampled} solved a task: nothing for GRPO to learn from")
     return tasks
+
+
+@dataclass(frozen=True)
+class Curriculum:
+    """What a run's curriculum flags name: a sampled evaluation of the warm start on training tasks and,
+    optionally, a greedy one of the same tasks with which of its tasks to keep (`KEEP`)."""
+
+    sampled: Path
+    greedy: Path | None = None
+    keep: str = "reachable"
+
+    @classmethod
+    def from_args(cls, args) -> Curriculum | None:
+        """The curriculum of a command line parsed with `add_curriculum_flags`; None without `--curriculum`."""
+        if args.curriculum is None:
+            return None
+        return cls(args.curriculum, args.curriculum_greedy, args.curriculum_tasks)
+
+    def select(self, tasks: Sequence[Task], loop: str) -> list[Task]:
+        """The tasks the run keeps, judged from the evaluations' `loop` episodes, in `tasks`' order.
+
+        `tasks` are all the training tasks the evaluations may hold (a task folder's, before any
+        other filter). Stops the run (SystemExit) with the reason when the curriculum cannot be used.
+        """
+        training_task_ids = {t.id for t in tasks}
+        try:
+            if self.greedy is None:
+                mixed = mixed_templates(self.sampled, training_task_ids, loop)
+                print(f"curriculum in {loop}: " + ", ".join(f"{o.template} {o.passed}/{o.graded}" for o in mixed.values()))
+                return [t for t in tasks if t.template in mixed]
+            select, which = {"reachable": (reachable_tasks, "greedy decoding fails and a sample solves"),
+                             "solved": (solved_tasks, "greedy decoding or a sample solves")}[self.keep]
+            kept = select(self.greedy, self.sampled, training_task_ids, loop)
+        except ValueError as error:
+            raise SystemExit(f"error: {error}") from error
+        print(f"curriculum in {loop}: {len(kept)} tasks {which}")
+        return [t for t in tasks if t.id in kept]
+
+
+def add_curriculum_flags(parser) -> None:
+    """`--curriculum`, `--curriculum-greedy` and `--curriculum-tasks`, the same in every training script."""
+    parser.add_argument("--curriculum", type=Path, default=None, metavar="EVAL_DIR",
+                        help="train only on the templates this evaluation of the warm start on training tasks found mixed")
+    parser.add_argument("--curriculum-greedy", type=Path, default=None, metavar="EVAL_DIR",
+                        help="a greedy evaluation of the same tasks: train only on those it fails and a sample of "
+                             "--curriculum solves")
+    parser.add_argument("--curriculum-tasks", choices=KEEP, default="reachable",
+                        help="with --curriculum-greedy: the tasks only a sample solves (reachable), or every task "
+                             "greedy or a sample solves (solved)")
+
+
+def check_curriculum_flags(parser, args) -> None:
+    """Stop a command line whose curriculum flags do not go together, before anything loads."""
+    if args.curriculum_greedy and not args.curriculum:
+        parser.error("--curriculum-greedy needs --curriculum, the sampled evaluation of the same tasks")
+    if args.curriculum_tasks != "reachable" and not args.curriculum_greedy:
+        parser.error("--curriculum-tasks needs --curriculum-greedy, the greedy evaluation of the same tasks")
+
+
+def curriculum_record(curriculum: Curriculum | None) -> dict:
+    """The curriculum as a run's training_config.json records it (None where a flag was not given)."""
+    return {"curriculum": str(curriculum.sampled) if curriculum else None,
+            "curriculum_greedy": str(curriculum.greedy) if curriculum and curriculum.greedy else None,
+            "curriculum_tasks": curriculum.keep if curriculum and curriculum.greedy else None}

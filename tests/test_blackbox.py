@@ -12,9 +12,12 @@ from openenv.core.harness import TrainingTrace, TrainingTurn
 
 from multiharness import blackbox
 from multiharness.blackbox import PRESETS, PerTaskFactory, episode_reward, harness_for_task, trace_row
+from multiharness.curriculum import Curriculum
 from multiharness.paths import PROJECT_ROOT
 from multiharness.tasks import load_task
 from multiharness.tasks.build import build_task, load_manifest
+
+from evaluations import evaluation_folder
 
 SCRIPTS = ["train/opencode.py"]
 
@@ -101,6 +104,32 @@ def test_training_tasks_keep_one_task_per_instruction(tasks, tmp_path):
     shutil.copytree(tasks[0].path, twin)
     kept = blackbox.training_tasks(tmp_path, ("easy",))
     assert [t.id for t in kept] == sorted(t.id for t in tasks)
+
+
+def test_a_curriculum_keeps_the_tasks_some_episode_in_the_training_harness_solves(tasks, tmp_path):
+    first, second, third = (t.id for t in tasks)
+    # in mini-swe-agent: greedy solves the first, only a sample the second, nothing the third
+    sampled = evaluation_folder(tmp_path / "sampled", {second: [0, 1], third: [0, 0]}, loop="mini-swe-agent")
+    greedy = evaluation_folder(tmp_path / "greedy", {first: [1], second: [0], third: [0]}, loop="mini-swe-agent")
+    # the whitebox loop's episodes in the same folders say otherwise, and do not count
+    evaluation_folder(tmp_path / "sampled", {third: [1, 1]})
+    evaluation_folder(tmp_path / "greedy", {third: [1]})
+    folder = tasks[0].path.parent
+
+    def kept(keep: str, harness: str = "mini-swe-agent") -> list[str]:
+        return [t.id for t in blackbox.training_tasks(folder, ("easy",), Curriculum(sampled, greedy, keep), harness)]
+
+    assert kept("solved") == [first, second]
+    assert kept("reachable") == [second]
+    assert kept("solved", harness="whitebox") == [third]
+    with pytest.raises(SystemExit, match="no graded codex episode"):
+        kept("solved", harness="codex")
+
+
+def test_a_curriculum_trains_in_one_harness():
+    result = subprocess.run([sys.executable, "train/harbor.py", "--curriculum", "outputs/sampled"], cwd=PROJECT_ROOT,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and "--curriculum trains in one harness" in result.stderr
 
 
 def test_the_reward_function_passes_the_episode_rewards_and_logs_forks_and_failures():

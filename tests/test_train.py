@@ -12,9 +12,11 @@ from types import SimpleNamespace
 
 import pytest
 
+from multiharness.curriculum import Curriculum
 from multiharness.paths import PROJECT_ROOT
 from multiharness.tasks.build import build_task, load_manifest
 
+from evaluations import evaluation_folder
 from scripts import load_script
 
 SCRIPTS = ["train/sft.py", "train/whitebox.py", "eval/evaluate.py", "eval/matrix.py", "eval/report.py"]
@@ -34,26 +36,15 @@ def easy_tasks(tmp_path_factory) -> Path:
     return out
 
 
-def _curriculum(folder: Path, outcomes: dict[str, list], loop: str = "whitebox") -> Path:
-    """An evaluation folder as eval/evaluate.py writes it: one pair record per (task, loop, sample)."""
-    (folder / "pairs").mkdir(parents=True, exist_ok=True)
-    for task_id, results in outcomes.items():
-        template = task_id.split("-", 2)[2].replace("-", "_")
-        for sample, correctness in enumerate(results):
-            record = {"task_id": task_id, "template": template, "loop": loop, "sample": sample, "correctness": correctness}
-            (folder / "pairs" / f"{task_id}--{loop}--{sample}.json").write_text(json.dumps(record))
-    return folder
-
-
 def test_a_curriculum_keeps_only_the_templates_whose_outcomes_were_mixed(easy_tasks, tmp_path):
-    curriculum = _curriculum(tmp_path, {
+    curriculum = evaluation_folder(tmp_path, {
         "train-0001-latest-hire": [1, 0],  # mixed: kept
         "train-0002-resolution-hours": [1, 1],  # all right: a group would carry no signal
         "train-0009-salary-compare": [0, 0],  # all wrong: likewise
         "train-0011-monthly-precipitation": [1, None],  # one graded episode: not mixed
     })
-    _curriculum(tmp_path, {"train-0002-resolution-hours": [0, 0]}, loop="codex")  # another loop's episodes do not count
-    dataset = load_script("train/whitebox.py").task_dataset(easy_tasks, ("easy",), curriculum)
+    evaluation_folder(tmp_path, {"train-0002-resolution-hours": [0, 0]}, loop="codex")  # another loop's episodes do not count
+    dataset = load_script("train/whitebox.py").task_dataset(easy_tasks, ("easy",), Curriculum(curriculum))
     assert [Path(row["task_path"]).name for row in dataset] == ["train-0001-latest-hire"]
 
 
@@ -64,42 +55,42 @@ def test_a_curriculum_keeps_only_the_templates_whose_outcomes_were_mixed(easy_ta
 ])
 def test_a_curriculum_that_cannot_be_used_stops_the_run_before_it_starts(easy_tasks, tmp_path, outcomes, message):
     with pytest.raises(SystemExit, match=message):
-        load_script("train/whitebox.py").task_dataset(easy_tasks, ("easy",), _curriculum(tmp_path, outcomes))
+        load_script("train/whitebox.py").task_dataset(easy_tasks, ("easy",), Curriculum(evaluation_folder(tmp_path, outcomes)))
 
 
 def test_a_greedy_evaluation_narrows_the_curriculum_to_the_tasks_only_a_sample_solves(easy_tasks, tmp_path):
-    sampled = _curriculum(tmp_path / "sampled", {
+    sampled = evaluation_folder(tmp_path / "sampled", {
         "train-0001-latest-hire": [0, 1],  # greedy fails, a sample solves: kept
         "train-0002-resolution-hours": [1, 0],  # greedy solves: sharpening adds nothing to greedy pass@1
         "train-0009-salary-compare": [0, 0],  # no sample solves: a group with nothing to learn
         "train-0011-monthly-precipitation": [1, 1],  # greedy not graded: left out
     })
-    greedy = _curriculum(tmp_path / "greedy", {
+    greedy = evaluation_folder(tmp_path / "greedy", {
         "train-0001-latest-hire": [0], "train-0002-resolution-hours": [1], "train-0009-salary-compare": [0],
         "train-0011-monthly-precipitation": [None],
     })
-    dataset = load_script("train/whitebox.py").task_dataset(easy_tasks, ("easy",), sampled, greedy)
+    dataset = load_script("train/whitebox.py").task_dataset(easy_tasks, ("easy",), Curriculum(sampled, greedy))
     assert [Path(row["task_path"]).name for row in dataset] == ["train-0001-latest-hire"]
 
 
 def test_a_solved_curriculum_keeps_every_task_greedy_or_a_sample_solves(easy_tasks, tmp_path):
-    sampled = _curriculum(tmp_path / "sampled", {
+    sampled = evaluation_folder(tmp_path / "sampled", {
         "train-0001-latest-hire": [0, 1],  # greedy fails, a sample solves: kept
         "train-0009-salary-compare": [0, 0],  # no episode solves it: a group of zeros, left out
     })
-    greedy = _curriculum(tmp_path / "greedy", {
+    greedy = evaluation_folder(tmp_path / "greedy", {
         "train-0001-latest-hire": [0], "train-0002-resolution-hours": [1],  # greedy solves: kept, unsampled
         "train-0009-salary-compare": [0], "train-0011-monthly-precipitation": [None],
     })
-    dataset = load_script("train/whitebox.py").task_dataset(easy_tasks, ("easy",), sampled, greedy, keep="solved")
+    dataset = load_script("train/whitebox.py").task_dataset(easy_tasks, ("easy",), Curriculum(sampled, greedy, "solved"))
     assert [Path(row["task_path"]).name for row in dataset] == ["train-0001-latest-hire", "train-0002-resolution-hours"]
 
 
 def test_a_solved_curriculum_without_a_solved_task_stops_the_run(easy_tasks, tmp_path):
-    sampled = _curriculum(tmp_path / "sampled", {"train-0001-latest-hire": [0, 0]})
-    greedy = _curriculum(tmp_path / "greedy", {"train-0001-latest-hire": [0]})
+    sampled = evaluation_folder(tmp_path / "sampled", {"train-0001-latest-hire": [0, 0]})
+    greedy = evaluation_folder(tmp_path / "greedy", {"train-0001-latest-hire": [0]})
     with pytest.raises(SystemExit, match="no episode .* solved a task"):
-        load_script("train/whitebox.py").task_dataset(easy_tasks, ("easy",), sampled, greedy, keep="solved")
+        load_script("train/whitebox.py").task_dataset(easy_tasks, ("easy",), Curriculum(sampled, greedy, "solved"))
 
 
 @pytest.mark.parametrize("greedy, message", [
@@ -107,10 +98,10 @@ def test_a_solved_curriculum_without_a_solved_task_stops_the_run(easy_tasks, tmp
     ({"test-0000-long-routes": [0]}, "not training tasks"),
 ])
 def test_a_task_curriculum_without_a_reachable_training_task_stops_the_run(easy_tasks, tmp_path, greedy, message):
-    sampled = _curriculum(tmp_path / "sampled", {"train-0001-latest-hire": [0, 1]})
+    sampled = evaluation_folder(tmp_path / "sampled", {"train-0001-latest-hire": [0, 1]})
     with pytest.raises(SystemExit, match=message):
-        load_script("train/whitebox.py").task_dataset(easy_tasks, ("easy",), sampled,
-                                                      _curriculum(tmp_path / "greedy", greedy))
+        load_script("train/whitebox.py").task_dataset(easy_tasks, ("easy",),
+                                                      Curriculum(sampled, evaluation_folder(tmp_path / "greedy", greedy)))
 
 
 def test_a_greedy_curriculum_needs_the_sampled_one():

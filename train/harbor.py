@@ -18,6 +18,15 @@ own runner, no Harbor) are two routes to the same policy.
 CPU (`--engine local`, default):
     python train/harbor.py --model outputs/sft --steps 3
     python train/harbor.py --harnesses opencode,codex --steps 3
+
+A curriculum, as in train/whitebox.py (`multiharness.curriculum`), judged from the warm start's
+episodes on training tasks in the one harness the run trains in: a greedy evaluation, a sampled one
+(the same command with `--samples 3 --temperature 0.7`, into outputs/curriculum-sampled/sft-mini), then
+    python eval/evaluate.py --loops mini-swe-agent --task-dir build/tasks/train --tasks 48 \
+        --difficulties easy,medium --model outputs/sft-mini --output outputs/curriculum-greedy/sft-mini
+    python train/harbor.py --preset cpu-mini-swe-agent --harnesses mini-swe-agent --model outputs/sft-mini \
+        --curriculum outputs/curriculum-sampled/sft-mini --curriculum-greedy outputs/curriculum-greedy/sft-mini \
+        --curriculum-tasks solved
 GPU (`--engine vllm`):
     # Terminal 1
     CUDA_VISIBLE_DEVICES=0 python jobs/serve_vllm.py --model Qwen/Qwen3.5-2B --port 8000
@@ -40,7 +49,7 @@ CI smoke run (tiny random model, one step per harness through the real CLIs):
 
 import argparse
 
-from multiharness.blackbox import add_training_flags, train
+from multiharness.blackbox import add_training_flags, check_training_flags, train
 from multiharness.harbor.trial import HARBOR_AGENTS
 
 
@@ -54,6 +63,7 @@ def parse_args():
     unknown = sorted(set(args.harnesses) - set(HARBOR_AGENTS))
     if unknown or not args.harnesses:
         parser.error(f"--harnesses {unknown or '(none)'}: expected some of {list(HARBOR_AGENTS)}")
+    check_training_flags(parser, args, args.harnesses)
     return args
 
 

@@ -36,7 +36,7 @@ CI smoke run (tiny random model, one step through the real CLI):
 
 import argparse
 
-from multiharness.blackbox import add_training_flags, train
+from multiharness.blackbox import add_training_flags, check_training_flags, train
 
 HARNESS = "opencode"
 
@@ -44,7 +44,9 @@ HARNESS = "opencode"
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_training_flags(parser, output="outputs/opencode")
-    return parser.parse_args()
+    args = parser.parse_args()
+    check_training_flags(parser, args, (HARNESS,))
+    return args
 
 
 def main():

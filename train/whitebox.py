@@ -58,7 +58,7 @@ from pathlib import Path
 
 from datasets import Dataset
 
-from multiharness.curriculum import mixed_templates, reachable_tasks, solved_tasks
+from multiharness.curriculum import Curriculum, add_curriculum_flags, check_curriculum_flags, curriculum_record
 from multiharness.episode import FailureBudget, FailureBudgetExceeded
 from multiharness.model import cpu_supports_bf16, load_model_and_tokenizer, make_tiny_model
 from multiharness.paths import DEFAULT_MODEL_DIR, DEFAULT_TASKS_DIR
@@ -138,30 +138,16 @@ PRESETS = {
 # ---------------------------------------------------------------- tasks → dataset
 
 
-def task_dataset(tasks_dir: Path, difficulties: tuple[str, ...], curriculum: Path | None = None,
-                 greedy: Path | None = None, keep: str = "reachable") -> Dataset:
+def task_dataset(tasks_dir: Path, difficulties: tuple[str, ...], curriculum: Curriculum | None = None) -> Dataset:
     """One row per task: the fixed system prompt and the task path `reset` opens.
 
-    With a curriculum (a sampled evaluation of the warm start on training tasks), only the tasks of
-    the templates whose episodes there were mixed; with a greedy evaluation of the same tasks too,
-    only the tasks greedy decoding fails and a sample solves (`keep` "reachable"), or those and the
-    tasks greedy solves ("solved") (`multiharness.curriculum`).
+    With a curriculum, only the tasks it keeps from the warm start's whitebox episodes: those of the
+    templates whose sampled episodes were mixed, or with a greedy evaluation too, the tasks only a
+    sample solves or every task some episode solves (`multiharness.curriculum`).
     """
     tasks = load_tasks(tasks_dir)
-    training_task_ids = {t.id for t in tasks}
-    try:
-        if curriculum is not None and greedy is not None:
-            select, which = {"reachable": (reachable_tasks, "greedy decoding fails and a sample solves"),
-                             "solved": (solved_tasks, "greedy decoding or a sample solves")}[keep]
-            kept = select(greedy, curriculum, training_task_ids, loop="whitebox")
-            print(f"curriculum: {len(kept)} tasks {which}")
-            tasks = [t for t in tasks if t.id in kept]
-        elif curriculum is not None:
-            mixed = mixed_templates(curriculum, training_task_ids, loop="whitebox")
-            print("curriculum: " + ", ".join(f"{o.template} {o.passed}/{o.graded}" for o in mixed.values()))
-            tasks = [t for t in tasks if t.template in mixed]
-    except ValueError as error:
-        raise SystemExit(f"error: {error}") from error
+    if curriculum is not None:
+        tasks = curriculum.select(tasks, loop="whitebox")
     tasks = [t for t in tasks if t.difficulty in difficulties]
     if not tasks:
         raise SystemExit(f"No {'/'.join(difficulties)} tasks under {tasks_dir}: run `python -m multiharness tasks build`.")
@@ -194,14 +180,7 @@ def parse_args():
     parser.add_argument("--model", default=None, help="model folder or Hub id (default: SmolLM2-135M; smoke: tiny)")
     parser.add_argument("--tasks", type=Path, default=DEFAULT_TASKS_DIR / "train", help="built training tasks")
     parser.add_argument("--output", type=Path, default=Path("outputs/whitebox"), help="checkpoints and logs")
-    parser.add_argument("--curriculum", type=Path, default=None, metavar="EVAL_DIR",
-                        help="train only on the templates this evaluation of the warm start on training tasks found mixed")
-    parser.add_argument("--curriculum-greedy", type=Path, default=None, metavar="EVAL_DIR",
-                        help="a greedy evaluation of the same tasks: train only on those it fails and a sample of "
-                             "--curriculum solves")
-    parser.add_argument("--curriculum-tasks", choices=("reachable", "solved"), default="reachable",
-                        help="with --curriculum-greedy: the tasks only a sample solves (reachable), or every task "
-                             "greedy or a sample solves (solved)")
+    add_curriculum_flags(parser)
     parser.add_argument("--seed", type=int, default=0, help="data order and sampling; --resume needs the run's own")
     parser.add_argument("--steps", type=int, default=None, help="override the preset's number of steps")
     parser.add_argument("--learning-rate", type=float, default=None, help="override the preset's learning rate")
@@ -219,10 +198,7 @@ def parse_args():
     parser.add_argument("--space-id", default=None, help="publish the Trackio dashboard to this HF Space")
     parser.add_argument("--vllm-server", default=VLLM_SERVER, help="vLLM server URL (gpu preset)")
     args = parser.parse_args()
-    if args.curriculum_greedy and not args.curriculum:
-        parser.error("--curriculum-greedy needs --curriculum, the sampled evaluation of the same tasks")
-    if args.curriculum_tasks != "reachable" and not args.curriculum_greedy:
-        parser.error("--curriculum-tasks needs --curriculum-greedy, the greedy evaluation of the same tasks")
+    check_curriculum_flags(parser, args)
     return args
 
 
@@ -293,8 +269,8 @@ def main():
     from multiharness.grpo import SignalOnlyGRPOTrainer
 
     # a bad curriculum stops here, before the model loads
-    dataset = task_dataset(args.tasks, preset.difficulties, args.curriculum, args.curriculum_greedy,
-                           args.curriculum_tasks)
+    curriculum = Curriculum.from_args(args)
+    dataset = task_dataset(args.tasks, preset.difficulties, curriculum)
     print(f"tasks: {len(dataset)} from {args.tasks}")
 
     model_id = args.model or (make_tiny_model(args.output / "tiny-model") if args.preset == "smoke" else preset.model)
@@ -313,9 +289,7 @@ def main():
     config = grpo_config(args, preset, bf16)
     (args.output / "training_config.json").write_text(
         json.dumps({"preset": args.preset, **asdict(preset), "model": str(model_id),
-                    "curriculum": str(args.curriculum) if args.curriculum else None,
-                    "curriculum_greedy": str(args.curriculum_greedy) if args.curriculum_greedy else None,
-                    "curriculum_tasks": args.curriculum_tasks if args.curriculum_greedy else None,
+                    **curriculum_record(curriculum),
                     "seed": args.seed}, indent=2)
     )
     # TRL's GRPOTrainer, less the forward and backward passes of rollouts whose advantage is 0
