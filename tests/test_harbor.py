@@ -14,6 +14,8 @@ from multiharness.paths import PROJECT_ROOT
 from multiharness.tasks import load_task
 from multiharness.tasks.build import build_task, load_manifest
 
+from evaluations import evaluation_folder
+
 CANARY = "hf_canary_0a1b2c3d4e5f60718293"
 """A fake secret planted in the training process's environment: it must reach no output file."""
 
@@ -135,3 +137,28 @@ def test_harbor_smoke_run_trains_one_step_per_harness(tasks, tmp_path):
     steps = [h for h in json.loads((out / "trainer_state.json").read_text())["log_history"] if "episodes/forks" in h]
     assert len(steps) == 4 and all(h["episodes/ungraded_share"] == 0.0 for h in steps)
     assert (out / "checkpoint-4").is_dir() and (out / "learning_curve.png").exists()
+
+
+@pytest.mark.slow
+def test_a_curriculum_run_trains_only_on_the_tasks_the_warm_start_solves_in_its_harness(tmp_path):
+    rows = [r for r in load_manifest("train") if r["difficulty"] == "easy"][:4]
+    root = tmp_path / "tasks"
+    for row in rows:
+        build_task(row, root / row["id"])
+    ids = [row["id"] for row in rows]
+    # in mini-swe-agent greedy solves the first task and a sample the second; nothing solves the others
+    sampled = evaluation_folder(tmp_path / "sampled", {ids[1]: [1, 0], ids[2]: [0, 0], ids[3]: [0, 0]},
+                                loop="mini-swe-agent")
+    greedy = evaluation_folder(tmp_path / "greedy", dict(zip(ids, [[1], [0], [0], [0]])), loop="mini-swe-agent")
+    out = tmp_path / "run"
+    result = subprocess.run(
+        [sys.executable, "train/harbor.py", "--preset", "smoke", "--harnesses", "mini-swe-agent", "--tasks", str(root),
+         "--curriculum", str(sampled), "--curriculum-greedy", str(greedy), "--curriculum-tasks", "solved",
+         "--output", str(out)], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "curriculum in mini-swe-agent: 2 tasks" in result.stdout
+    assert "per harness: {'mini-swe-agent': 2}" in result.stdout
+    recorded = json.loads((out / "training_config.json").read_text())
+    assert (recorded["curriculum"], recorded["curriculum_greedy"], recorded["curriculum_tasks"]) == \
+        (str(sampled), str(greedy), "solved")
