@@ -161,7 +161,8 @@ class Curriculum:
         try:
             if self.greedy is None:
                 mixed = mixed_templates(self.sampled, training_task_ids, loop)
-                print(f"curriculum in {loop}: " + ", ".join(f"{o.template} {o.passed}/{o.graded}" for o in mixed.values()))
+                outcomes = ", ".join(f"{o.template} {o.passed}/{o.graded}" for o in mixed.values())
+                print(f"curriculum in {loop}: {outcomes}")
                 return [t for t in tasks if t.template in mixed]
             select, which = {"reachable": (reachable_tasks, "greedy decoding fails and a sample solves"),
                              "solved": (solved_tasks, "greedy decoding or a sample solves")}[self.keep]
@@ -175,7 +176,8 @@ class Curriculum:
 def add_curriculum_flags(parser) -> None:
     """`--curriculum`, `--curriculum-greedy` and `--curriculum-tasks`, the same in every training script."""
     parser.add_argument("--curriculum", type=Path, default=None, metavar="EVAL_DIR",
-                        help="train only on the templates this evaluation of the warm start on training tasks found mixed")
+                        help="train only on the templates where this evaluation of the warm start on training "
+                             "tasks found mixed outcomes")
     parser.add_argument("--curriculum-greedy", type=Path, default=None, metavar="EVAL_DIR",
                         help="a greedy evaluation of the same tasks: train only on those it fails and a sample of "
                              "--curriculum solves")

@@ -43,7 +43,8 @@ def test_a_curriculum_keeps_only_the_templates_whose_outcomes_were_mixed(easy_ta
         "train-0009-salary-compare": [0, 0],  # all wrong: likewise
         "train-0011-monthly-precipitation": [1, None],  # one graded episode: not mixed
     })
-    evaluation_folder(tmp_path, {"train-0002-resolution-hours": [0, 0]}, loop="codex")  # another loop's episodes do not count
+    # another loop's episodes do not count
+    evaluation_folder(tmp_path, {"train-0002-resolution-hours": [0, 0]}, loop="codex")
     dataset = load_script("train/whitebox.py").task_dataset(easy_tasks, ("easy",), Curriculum(curriculum))
     assert [Path(row["task_path"]).name for row in dataset] == ["train-0001-latest-hire"]
 
@@ -55,7 +56,8 @@ def test_a_curriculum_keeps_only_the_templates_whose_outcomes_were_mixed(easy_ta
 ])
 def test_a_curriculum_that_cannot_be_used_stops_the_run_before_it_starts(easy_tasks, tmp_path, outcomes, message):
     with pytest.raises(SystemExit, match=message):
-        load_script("train/whitebox.py").task_dataset(easy_tasks, ("easy",), Curriculum(evaluation_folder(tmp_path, outcomes)))
+        load_script("train/whitebox.py").task_dataset(easy_tasks, ("easy",),
+                                                      Curriculum(evaluation_folder(tmp_path, outcomes)))
 
 
 def test_a_greedy_evaluation_narrows_the_curriculum_to_the_tasks_only_a_sample_solves(easy_tasks, tmp_path):
@@ -82,7 +84,8 @@ def test_a_solved_curriculum_keeps_every_task_greedy_or_a_sample_solves(easy_tas
         "train-0001-latest-hire": [0], "train-0002-resolution-hours": [1],  # greedy solves: kept, unsampled
         "train-0009-salary-compare": [0], "train-0011-monthly-precipitation": [None],
     })
-    dataset = load_script("train/whitebox.py").task_dataset(easy_tasks, ("easy",), Curriculum(sampled, greedy, "solved"))
+    curriculum = Curriculum(sampled, greedy, "solved")
+    dataset = load_script("train/whitebox.py").task_dataset(easy_tasks, ("easy",), curriculum)
     assert [Path(row["task_path"]).name for row in dataset] == ["train-0001-latest-hire", "train-0002-resolution-hours"]
 
 
@@ -99,9 +102,9 @@ def test_a_solved_curriculum_without_a_solved_task_stops_the_run(easy_tasks, tmp
 ])
 def test_a_task_curriculum_without_a_reachable_training_task_stops_the_run(easy_tasks, tmp_path, greedy, message):
     sampled = evaluation_folder(tmp_path / "sampled", {"train-0001-latest-hire": [0, 1]})
+    curriculum = Curriculum(sampled, evaluation_folder(tmp_path / "greedy", greedy))
     with pytest.raises(SystemExit, match=message):
-        load_script("train/whitebox.py").task_dataset(easy_tasks, ("easy",),
-                                                      Curriculum(sampled, evaluation_folder(tmp_path / "greedy", greedy)))
+        load_script("train/whitebox.py").task_dataset(easy_tasks, ("easy",), curriculum)
 
 
 def test_a_greedy_curriculum_needs_the_sampled_one():
