@@ -6,9 +6,15 @@ with where the CPU has bf16 units), with no mask, an all-ones mask and a left-pa
 trainer's batch pads shorter prompts on the left). Best of `--rounds` per case.
 
     python benchmarks/forward_backward.py --model outputs/sft --lengths 800,1800
+
+`--activation-checkpointing` times each length with it (TRL's `GRPOConfig` and `SFTConfig` turn it
+on unless told otherwise) and then without it, all-ones mask, in the same process, and prints the
+ratio and the process's peak memory after each: the peak only grows, so the figures after the first
+configuration are its own and those after the second the larger of the two.
 """
 
 import argparse
+import resource
 import time
 
 import torch
@@ -26,18 +32,42 @@ def seconds(model, ids: torch.Tensor, mask: torch.Tensor | None, bf16: bool) -> 
     return time.perf_counter() - start
 
 
+def peak_gib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB on Linux
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default=str(DEFAULT_MODEL_DIR), help="local model folder")
     parser.add_argument("--lengths", default="800,1800", help="sequence lengths, comma-separated")
     parser.add_argument("--padding", type=int, default=40, help="left-padded positions of the padded case")
     parser.add_argument("--rounds", type=int, default=2, help="timed rounds per case (best kept)")
+    parser.add_argument("--activation-checkpointing", action="store_true",
+                        help="compare the pass without and with activation checkpointing instead of the masks")
     args = parser.parse_args()
 
     model, _ = load_model_and_tokenizer(args.model)
     model.train()
     bf16 = cpu_supports_bf16()
-    for length in map(int, args.lengths.split(",")):
+    lengths = [int(length) for length in args.lengths.split(",")]
+    if args.activation_checkpointing:
+        timed = {}
+        for checkpointing in (True, False):
+            if checkpointing:
+                model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+            else:
+                model.activation_checkpointing_disable()
+            for length in lengths:
+                ids = torch.randint(100, model.config.vocab_size, (1, length))
+                ones = torch.ones(1, length, dtype=torch.long)
+                timed[length, checkpointing] = min(seconds(model, ids, ones, bf16) for _ in range(args.rounds))
+                print(f"{length} tokens, activation checkpointing {'on' if checkpointing else 'off'}: "
+                      f"forward + backward {timed[length, checkpointing]:.2f} s, peak memory so far {peak_gib():.2f} GiB")
+        for length in lengths:
+            print(f"{length} tokens: checkpointing on / off = {timed[length, True] / timed[length, False]:.2f}x the time "
+                  f"(bf16 autocast: {bf16})")
+        return
+    for length in lengths:
         ids = torch.randint(100, model.config.vocab_size, (1, length))
         ones = torch.ones(1, length, dtype=torch.long)
         padded = ones.clone()
