@@ -471,7 +471,7 @@ def grpo_config(output: Path, preset: Preset, *, bf16: bool, project: str, space
         bf16=bf16,
         use_cpu=True,
         # TRL's default, unlike train/whitebox.py: a harness's rows are 2,000 tokens and longer, where
-        # it costs 0-16% of a training pass and halves its memory at 4,000 (RESULTS.md)
+        # it costs 0-16% of a training pass and nearly halves its memory at 4,000 (RESULTS.md)
         activation_checkpointing=True,
         save_steps=preset.save_steps,
         logging_steps=1,

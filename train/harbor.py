@@ -20,13 +20,14 @@ CPU (`--engine local`, default):
     python train/harbor.py --harnesses opencode,codex --steps 3
 
 A curriculum, as in train/whitebox.py (`multiharness.curriculum`), judged from the warm start's
-episodes on training tasks in the one harness the run trains in: a greedy evaluation, a sampled one
-(the same command with `--samples 3 --temperature 0.7`, into outputs/curriculum-sampled/sft-mini), then
+episodes on training tasks in the one harness the run trains in: a greedy evaluation, the same
+with `--samples 3 --temperature 0.7` into outputs/curriculum-sampled/sft-mini, then the run:
     python eval/evaluate.py --loops mini-swe-agent --task-dir build/tasks/train --tasks 48 \
         --difficulties easy,medium --model outputs/sft-mini --output outputs/curriculum-greedy/sft-mini
     python train/harbor.py --preset cpu-mini-swe-agent --harnesses mini-swe-agent --model outputs/sft-mini \
         --curriculum outputs/curriculum-sampled/sft-mini --curriculum-greedy outputs/curriculum-greedy/sft-mini \
         --curriculum-tasks solved
+
 GPU (`--engine vllm`):
     # Terminal 1
     CUDA_VISIBLE_DEVICES=0 python jobs/serve_vllm.py --model Qwen/Qwen3.5-2B --port 8000
