@@ -32,6 +32,11 @@ def seconds(model, ids: torch.Tensor, mask: torch.Tensor | None, bf16: bool) -> 
     return time.perf_counter() - start
 
 
+def random_ids(model, length: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """One sequence of random token ids and its all-ones attention mask."""
+    return torch.randint(100, model.config.vocab_size, (1, length)), torch.ones(1, length, dtype=torch.long)
+
+
 def peak_gib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB on Linux
 
@@ -58,8 +63,7 @@ def main():
             else:
                 model.activation_checkpointing_disable()
             for length in lengths:
-                ids = torch.randint(100, model.config.vocab_size, (1, length))
-                ones = torch.ones(1, length, dtype=torch.long)
+                ids, ones = random_ids(model, length)
                 timed[length, checkpointing] = min(seconds(model, ids, ones, bf16) for _ in range(args.rounds))
                 print(f"{length} tokens, activation checkpointing {'on' if checkpointing else 'off'}: "
                       f"forward + backward {timed[length, checkpointing]:.2f} s, peak memory so far {peak_gib():.2f} GiB")
@@ -68,8 +72,7 @@ def main():
                   f"(bf16 autocast: {bf16})")
         return
     for length in lengths:
-        ids = torch.randint(100, model.config.vocab_size, (1, length))
-        ones = torch.ones(1, length, dtype=torch.long)
+        ids, ones = random_ids(model, length)
         padded = ones.clone()
         padded[0, : args.padding] = 0
         for name, mask in [("no mask", None), ("all-ones mask", ones), (f"{args.padding} left-padded", padded)]:

@@ -196,6 +196,8 @@ def check_curriculum_flags(parser, args) -> None:
 
 def curriculum_record(curriculum: Curriculum | None) -> dict:
     """The curriculum as a run's training_config.json records it (None where a flag was not given)."""
-    return {"curriculum": str(curriculum.sampled) if curriculum else None,
-            "curriculum_greedy": str(curriculum.greedy) if curriculum and curriculum.greedy else None,
-            "curriculum_tasks": curriculum.keep if curriculum and curriculum.greedy else None}
+    if curriculum is None:
+        return dict.fromkeys(("curriculum", "curriculum_greedy", "curriculum_tasks"))
+    greedy = curriculum.greedy
+    return {"curriculum": str(curriculum.sampled), "curriculum_greedy": str(greedy) if greedy else None,
+            "curriculum_tasks": curriculum.keep if greedy else None}
