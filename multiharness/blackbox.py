@@ -555,6 +555,8 @@ def train(args, *, harnesses: Sequence[str], runner: str, project: str, title: s
 
     preset = run_preset(args)
     curriculum = Curriculum.from_args(args)
+    # a bad curriculum or an empty task folder stops here, before anything is written or loaded
+    tasks = training_tasks(args.tasks, preset.difficulties, curriculum, harness=harnesses[0])
     args.output.mkdir(parents=True, exist_ok=True)
     # Trackio reads its folder once, when TRL imports it: set it before anything imports TRL.
     os.environ.setdefault("TRACKIO_DIR", str(args.output.resolve() / "trackio"))
@@ -563,7 +565,6 @@ def train(args, *, harnesses: Sequence[str], runner: str, project: str, title: s
         {"preset": args.preset, **asdict(preset), "model": str(model_id), "harnesses": list(harnesses),
          "runner": runner, "engine": args.engine, **curriculum_record(curriculum)}, indent=2))
 
-    tasks = training_tasks(args.tasks, preset.difficulties, curriculum, harness=harnesses[0])
     dataset = prompt_dataset(tasks)
     assignment = harness_for_task([t.id for t in tasks], list(harnesses))
     counts = {name: sum(h == name for h in assignment.values()) for name in harnesses}
