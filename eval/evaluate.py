@@ -45,7 +45,7 @@ from multiharness.harnesses import DEFAULT_TIMEOUT_S, RUNNERS
 from multiharness.model import DTYPES
 from multiharness.paths import DEFAULT_MODEL_DIR, DEFAULT_TASKS_DIR
 from multiharness.sandbox import BACKENDS
-from multiharness.tasks import HELD_OUT_TEMPLATES, load_tasks
+from multiharness.tasks import HELD_OUT_TEMPLATES, load_tasks_or_exit
 
 HOSTED_NOTE = ("the endpoint does not return token ids with processed logprobs (capture level {level!r}): "
                "these numbers are an evaluation only, the endpoint cannot train")
@@ -95,9 +95,7 @@ def parse_args(argv=None):
 
 def select(args) -> list:
     tiers = tuple(args.difficulties.split(","))
-    tasks = sorted(load_tasks(args.task_dir), key=lambda t: t.id)
-    if not tasks:
-        sys.exit(f"no tasks under {args.task_dir}: build them with `python -m multiharness tasks build --split test`")
+    tasks = sorted(load_tasks_or_exit(args.task_dir), key=lambda t: t.id)
     if args.per_group:
         return select_by_group(tasks, tiers, args.per_group, HELD_OUT_TEMPLATES)
     return [t for t in tasks if t.difficulty in tiers][: args.tasks]

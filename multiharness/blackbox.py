@@ -403,9 +403,9 @@ def training_tasks(tasks_dir: Path, difficulties: Sequence[str], curriculum: Cur
 
     With a curriculum, only the tasks it keeps from the warm start's episodes in `harness`
     (`multiharness.curriculum`)."""
-    from .tasks import load_tasks
+    from .tasks import load_tasks_or_exit
 
-    tasks = load_tasks(tasks_dir)
+    tasks = load_tasks_or_exit(tasks_dir)
     if curriculum is not None:
         tasks = curriculum.select(tasks, loop=harness)
     kept, seen = [], set()

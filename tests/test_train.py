@@ -179,6 +179,21 @@ def test_help_is_the_manual(script):
     assert result.returncode == 0 and "usage:" in result.stdout and "--" in result.stdout
 
 
+@pytest.mark.parametrize("command", [
+    ["train/sft.py", "--tasks", "{empty}", "--output", "{out}"],
+    ["train/whitebox.py", "--tasks", "{empty}", "--output", "{out}"],
+    ["train/harbor.py", "--preset", "smoke", "--tasks", "{empty}", "--output", "{out}"],
+    ["eval/evaluate.py", "--task-dir", "{empty}", "--output", "{out}"],
+], ids=lambda command: command[0])
+def test_a_folder_without_tasks_stops_with_how_to_build_them(tmp_path, command):
+    empty = tmp_path / "tasks"
+    empty.mkdir()
+    result = _run([a.format(empty=empty, out=tmp_path / "out") for a in command], timeout=120)
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert f"error: no tasks under {empty}" in result.stderr and "multiharness tasks build" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
 def test_gpu_preset_uses_only_keywords_the_installed_grpo_config_has(monkeypatch):
     # The GPU run cannot happen here; building its config with a recorder checks every keyword.
     import trl

@@ -42,7 +42,7 @@ from multiharness.harnesses import HARNESSES
 from multiharness.model import cpu_supports_bf16, load_model_and_tokenizer, make_tiny_model
 from multiharness.paths import DEFAULT_MODEL_DIR, DEFAULT_TASKS_DIR
 from multiharness.sandbox import BACKENDS
-from multiharness.tasks import load_tasks
+from multiharness.tasks import load_tasks_or_exit
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ PRESETS = {
 def build_trajectories(tasks_dir: Path, preset: Preset, sandbox: str, out: Path, *, harness: str | None = None,
                        tokenizer_dir: str | None = None):
     """Run the expert in the sandbox (in the whitebox loop, or through `harness`); keep the episodes that grade 1."""
-    tasks = select_tasks(load_tasks(tasks_dir), preset.difficulties, preset.trajectories)
+    tasks = select_tasks(load_tasks_or_exit(tasks_dir), preset.difficulties, preset.trajectories)
     if harness:
         dataset = harness_expert_dataset(harness, tasks, tokenizer_dir, sandbox=sandbox)
     else:

@@ -64,7 +64,7 @@ from multiharness.model import cpu_supports_bf16, load_model_and_tokenizer, make
 from multiharness.paths import DEFAULT_MODEL_DIR, DEFAULT_TASKS_DIR
 from multiharness.remote import RemoteDataAnalysisEnv, check_server
 from multiharness.sandbox import BACKENDS
-from multiharness.tasks import load_tasks
+from multiharness.tasks import load_tasks_or_exit
 from multiharness.whitebox import MAX_TOOL_CALLS, DataAnalysisEnv, finish_episode, prompt_messages
 
 
@@ -145,7 +145,7 @@ def task_dataset(tasks_dir: Path, difficulties: tuple[str, ...], curriculum: Cur
     templates whose sampled episodes were mixed, or with a greedy evaluation too, the tasks only a
     sample solves or every task some episode solves (`multiharness.curriculum`).
     """
-    tasks = load_tasks(tasks_dir)
+    tasks = load_tasks_or_exit(tasks_dir)
     if curriculum is not None:
         tasks = curriculum.select(tasks, loop="whitebox")
     tasks = [t for t in tasks if t.difficulty in difficulties]

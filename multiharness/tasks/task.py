@@ -115,6 +115,14 @@ def load_tasks(root: Path) -> list[Task]:
     return sorted((load_task(p) for p in found), key=lambda task: (task.id, str(task.path)))
 
 
+def load_tasks_or_exit(root: Path) -> list[Task]:
+    """`load_tasks` for a command line: no tasks under `root` stops it with the reason, not a traceback."""
+    try:
+        return load_tasks(root)
+    except FileNotFoundError as error:
+        raise SystemExit(f"error: {error}") from error
+
+
 def find_task(tasks: list[Task], prompt: str | list[dict]) -> Task:
     """The task whose instruction `prompt` holds: a text, or chat messages (their user messages).
 
