@@ -277,6 +277,29 @@ def test_sft_smoke_run_trains_and_saves(easy_tasks, tmp_path):
 
 
 @pytest.mark.slow
+def test_sft_resume_continues_from_the_last_checkpoint_on_the_saved_trajectories(easy_tasks, tmp_path):
+    common = ["train/sft.py", "--preset", "smoke", "--trajectories", "3", "--tasks", str(easy_tasks),
+              "--output", str(tmp_path)]
+    first = _run([*common, "--steps", "1"])
+    assert first.returncode == 0, first.stderr[-3000:]
+    trajectories = tmp_path / "expert_trajectories"
+    built = {p.name: p.stat().st_mtime_ns for p in trajectories.iterdir()}
+    first_log = json.loads((tmp_path / "checkpoint-1" / "trainer_state.json").read_text())["log_history"]
+    resumed = _run([*common, "--steps", "2", "--resume"])
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    state = json.loads((tmp_path / "checkpoint-2" / "trainer_state.json").read_text())
+    assert state["global_step"] == 2 and [h["step"] for h in state["log_history"] if "loss" in h] == [1, 2]
+    assert state["log_history"][0] == first_log[0]  # step 1 comes back from the checkpoint, not re-run
+    assert {name: (trajectories / name).stat().st_mtime_ns for name in built} == built  # not rebuilt
+    assert f"expert trajectories: 3 from {trajectories}" in resumed.stdout
+
+
+def test_sft_resume_needs_a_checkpoint(tmp_path):
+    result = _run(["train/sft.py", "--resume", "--output", str(tmp_path)], timeout=120)
+    assert result.returncode == 2 and f"--resume: no checkpoint in {tmp_path}" in result.stderr
+
+
+@pytest.mark.slow
 def test_harness_warm_start_trains_on_the_token_ids_the_harness_sent(easy_tasks, tmp_path):
     # The scripted expert plays each task through the real mini-swe-agent CLI behind the capture
     # proxy; the SFT rows are the captured ids, trained on the expert's own tokens only.

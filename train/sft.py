@@ -8,6 +8,10 @@ program and its error, the program that computes the answer, every output the sa
 then `submit_solution`), saves them as a Hugging Face dataset, and fine-tunes on the assistant
 tokens only with TRL's `SFTTrainer`.
 
+A run that stops (a preempted job, a closed laptop) continues from its last checkpoint with
+`--resume`, on the expert trajectories it saved: every `cpu` and `harness` run takes over half an
+hour on 2 cores.
+
 To train on real teacher rollouts instead, pass `--dataset DIR` with a dataset saved by
 `datasets.Dataset.save_to_disk` that has the same columns (`messages`, `tools`; tool names
 `bash` and `submit_solution`).
@@ -34,6 +38,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from datasets import load_from_disk
+from transformers.trainer_utils import get_last_checkpoint
 from trl import SFTConfig, SFTTrainer
 
 from multiharness.evaluation import select_tasks
@@ -56,6 +61,7 @@ class Preset:
     batch_size: int  # sequences per optimiser step (one per forward/backward pass, accumulated)
     learning_rate: float  # high for a 135M model learning a format; 1e-5 range for 2B models
     max_length: int  # whitebox: prompt (~530 tokens of tool schemas) + 3-4 calls + outputs; a harness's prompt is longer
+    save_steps: int  # a checkpoint every N steps for --resume; 0 for runs of minutes, which start again
 
 
 PRESETS = {
@@ -63,28 +69,28 @@ PRESETS = {
     # 0.09 after the first 256, 0.32 after all 512 (RESULTS.md).
     "cpu": Preset(
         model=str(DEFAULT_MODEL_DIR), trajectories=512, difficulties=("easy", "medium"), steps=128,
-        batch_size=4, learning_rate=1e-4, max_length=2048,
+        batch_size=4, learning_rate=1e-4, max_length=2048, save_steps=16,
     ),
     # The main job's preset: one pass over 24 trajectories (~1,500 tokens each), 6 minutes on 2 cores.
     "quickstart": Preset(
         model=str(DEFAULT_MODEL_DIR), trajectories=24, difficulties=("easy", "medium"), steps=12,
-        batch_size=2, learning_rate=1e-4, max_length=2048,
+        batch_size=2, learning_rate=1e-4, max_length=2048, save_steps=0,
     ),
     # A harness warm start on top of a whitebox one (pass --model): 128 of the expert's episodes in
     # one harness (1,756 tokens on average in mini-swe-agent), one pass; held-out pass@1 in mini-swe-agent
     # 0.00 -> 0.20 from the cpu warm start (RESULTS.md).
     "harness": Preset(
         model=str(DEFAULT_MODEL_DIR), trajectories=128, difficulties=("easy", "medium"), steps=32,
-        batch_size=4, learning_rate=1e-4, max_length=3072,
+        batch_size=4, learning_rate=1e-4, max_length=3072, save_steps=8,
     ),
     "gpu": Preset(
         model="Qwen/Qwen3.5-2B", trajectories=1000, difficulties=("easy", "medium", "hard"), steps=500,
-        batch_size=16, learning_rate=1e-5, max_length=8192,
+        batch_size=16, learning_rate=1e-5, max_length=8192, save_steps=50,
     ),
     # CI: a tiny random model (made on the fly), two steps.
     "smoke": Preset(
         model="", trajectories=4, difficulties=("easy",), steps=2, batch_size=2, learning_rate=1e-4,
-        max_length=2048,
+        max_length=2048, save_steps=1,
     ),
 }
 
@@ -121,7 +127,12 @@ def parse_args():
     parser.add_argument("--sandbox", choices=BACKENDS, default="local", help="where solutions run")
     parser.add_argument("--harness", choices=sorted(HARNESSES), default=None,
                         help="play the expert through this harness CLI and train on its captured token ids")
-    return parser.parse_args()
+    parser.add_argument("--resume", action="store_true",
+                        help="continue from the last checkpoint in --output, on the expert trajectories saved there")
+    args = parser.parse_args()
+    if args.resume and get_last_checkpoint(args.output) is None:
+        parser.error(f"--resume: no checkpoint in {args.output} (the preset saves one every save_steps steps)")
+    return args
 
 
 def main():
@@ -137,12 +148,14 @@ def main():
     model, tokenizer = load_model_and_tokenizer(model_path)
     print(f"model: {model_path} ({sum(p.numel() for p in model.parameters()) / 1e6:.0f}M parameters, bf16={bf16})")
 
-    if args.dataset:
-        dataset = load_from_disk(args.dataset)
+    saved_trajectories = args.output / "expert_trajectories"
+    if args.dataset or args.resume:  # a resumed run trains on the rows its checkpoints were trained on
+        dataset = load_from_disk(args.dataset or saved_trajectories)
+        print(f"expert trajectories: {len(dataset)} from {args.dataset or saved_trajectories}")
     else:
-        dataset = build_trajectories(args.tasks, preset, args.sandbox, args.output / "expert_trajectories",
+        dataset = build_trajectories(args.tasks, preset, args.sandbox, saved_trajectories,
                                      harness=args.harness, tokenizer_dir=model_path)
-    print(f"expert trajectories: {len(dataset)} (saved under {args.output / 'expert_trajectories'})")
+        print(f"expert trajectories: {len(dataset)} (saved under {saved_trajectories})")
     # Captured traces are token ids already, with the expert's tokens marked; conversations are
     # rendered by the chat template and trained on the assistant's turns.
     tokenized = "input_ids" in dataset.column_names
@@ -165,7 +178,9 @@ def main():
         use_cpu=args.preset != "gpu",
         activation_checkpointing=False,  # 1.2-1.4x a 1,300-token pass at 135M on a CPU (RESULTS.md)
         logging_steps=1,
-        save_strategy="no",  # one final save below; SFT runs here are minutes long
+        save_strategy="steps" if preset.save_steps else "no",  # and one final save below
+        save_steps=preset.save_steps or None,
+        save_total_limit=1,  # --resume needs the last one only; each holds the optimiser state too
         report_to="none",
         seed=0,
     )
@@ -175,7 +190,7 @@ def main():
     )
     trainer = SFTTrainer(model=model, args=config, train_dataset=dataset, processing_class=tokenizer)
     print(f"training {preset.steps} steps")
-    trainer.train()
+    trainer.train(resume_from_checkpoint=True if args.resume else None)
     trainer.save_model(str(args.output))
     # Save the inference template, not the training one with generation markers.
     tokenizer.save_pretrained(str(args.output))
