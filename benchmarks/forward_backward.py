@@ -11,6 +11,11 @@ trainer's batch pads shorter prompts on the left). Best of `--rounds` per case.
 on unless told otherwise) and then without it, all-ones mask, in the same process, and prints the
 ratio and the process's peak memory after each: the peak only grows, so the figures after the first
 configuration are its own and those after the second the larger of the two.
+
+`--frozen-weights` compares, the same way, a pass with every weight frozen (the gradient still
+flows back through the network to the input embeddings, as it does to a LoRA adapter's inputs)
+against the full pass: the most that training a few adapter weights instead of all of them could
+save in a pass, before the adapters' own cost.
 """
 
 import argparse
@@ -26,7 +31,11 @@ from multiharness.paths import DEFAULT_MODEL_DIR
 def seconds(model, ids: torch.Tensor, mask: torch.Tensor | None, bf16: bool) -> float:
     start = time.perf_counter()
     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-        logits = model(input_ids=ids, attention_mask=mask).logits
+        if any(parameter.requires_grad for parameter in model.parameters()):
+            logits = model(input_ids=ids, attention_mask=mask).logits
+        else:  # frozen weights: the backward pass ends at the input embeddings
+            embeddings = model.get_input_embeddings()(ids).detach().requires_grad_()
+            logits = model(inputs_embeds=embeddings, attention_mask=mask).logits
     logits.float().mean().backward()
     model.zero_grad()
     return time.perf_counter() - start
@@ -41,35 +50,56 @@ def peak_gib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB on Linux
 
 
+def set_activation_checkpointing(model, on: bool) -> None:
+    if on:
+        model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+    else:
+        model.activation_checkpointing_disable()
+
+
+def set_frozen_weights(model, on: bool) -> None:
+    model.requires_grad_(not on)
+
+
+COMPARISONS = {"activation checkpointing": set_activation_checkpointing, "frozen weights": set_frozen_weights}
+"""What `compare` can switch on and off, by name."""
+
+
+def compare(model, lengths: list[int], rounds: int, bf16: bool, name: str) -> None:
+    """Each length with `name` on, then off, all-ones mask, in one process; the ratio on / off."""
+    timed = {}
+    for on in (True, False):
+        COMPARISONS[name](model, on)
+        for length in lengths:
+            ids, ones = random_ids(model, length)
+            timed[length, on] = min(seconds(model, ids, ones, bf16) for _ in range(rounds))
+            print(f"{length} tokens, {name} {'on' if on else 'off'}: "
+                  f"forward + backward {timed[length, on]:.2f} s, peak memory so far {peak_gib():.2f} GiB")
+    for length in lengths:
+        print(f"{length} tokens: {name} on / off = {timed[length, True] / timed[length, False]:.2f}x the time "
+              f"(bf16 autocast: {bf16})")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default=str(DEFAULT_MODEL_DIR), help="local model folder")
     parser.add_argument("--lengths", default="800,1800", help="sequence lengths, comma-separated")
     parser.add_argument("--padding", type=int, default=40, help="left-padded positions of the padded case")
     parser.add_argument("--rounds", type=int, default=2, help="timed rounds per case (best kept)")
-    parser.add_argument("--activation-checkpointing", action="store_true",
-                        help="compare the pass without and with activation checkpointing instead of the masks")
+    comparison = parser.add_mutually_exclusive_group()
+    comparison.add_argument("--activation-checkpointing", action="store_true",
+                            help="compare the pass with and without activation checkpointing instead of the masks")
+    comparison.add_argument("--frozen-weights", action="store_true",
+                            help="compare the pass with every weight frozen and with none instead of the masks")
     args = parser.parse_args()
 
     model, _ = load_model_and_tokenizer(args.model)
     model.train()
     bf16 = cpu_supports_bf16()
     lengths = [int(length) for length in args.lengths.split(",")]
-    if args.activation_checkpointing:
-        timed = {}
-        for checkpointing in (True, False):
-            if checkpointing:
-                model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
-            else:
-                model.activation_checkpointing_disable()
-            for length in lengths:
-                ids, ones = random_ids(model, length)
-                timed[length, checkpointing] = min(seconds(model, ids, ones, bf16) for _ in range(args.rounds))
-                print(f"{length} tokens, activation checkpointing {'on' if checkpointing else 'off'}: "
-                      f"forward + backward {timed[length, checkpointing]:.2f} s, peak memory so far {peak_gib():.2f} GiB")
-        for length in lengths:
-            print(f"{length} tokens: checkpointing on / off = {timed[length, True] / timed[length, False]:.2f}x the time "
-                  f"(bf16 autocast: {bf16})")
+    if args.activation_checkpointing or args.frozen_weights:
+        name = "activation checkpointing" if args.activation_checkpointing else "frozen weights"
+        compare(model, lengths, args.rounds, bf16, name)
         return
     for length in lengths:
         ids, ones = random_ids(model, length)
