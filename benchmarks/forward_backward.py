@@ -16,6 +16,12 @@ configuration are its own and those after the second the larger of the two.
 flows back through the network to the input embeddings, as it does to a LoRA adapter's inputs)
 against the full pass: the most that training a few adapter weights instead of all of them could
 save in a pass, before the adapters' own cost.
+
+`--compile` times the two training passes the trainers run, eager and under `torch.compile`, in
+one process: SFT's (cross-entropy over every position, `labels` given to the model) and GRPO's
+(TRL's fused LM head, which scores the last `--completion` positions without building the
+logits). The first compiled call of each pass compiles (twice over: for the first length, then
+for any length) and is printed apart from the best of the rest.
 """
 
 import argparse
@@ -23,6 +29,7 @@ import resource
 import time
 
 import torch
+from trl.trainer.utils import add_fused_lm_head
 
 from multiharness.model import cpu_supports_bf16, load_model_and_tokenizer
 from multiharness.paths import DEFAULT_MODEL_DIR
@@ -80,6 +87,36 @@ def compare(model, lengths: list[int], rounds: int, bf16: bool, name: str) -> No
               f"(bf16 autocast: {bf16})")
 
 
+def training_pass_seconds(module, ids: torch.Tensor, bf16: bool, completion: int | None) -> float:
+    """SFT's pass (`completion` None: every position's cross-entropy) or GRPO's (fused head, last `completion`)."""
+    labels = ids.clone()
+    start = time.perf_counter()
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+        if completion is None:
+            loss = module(input_ids=ids, labels=labels).loss
+        else:
+            labels[:, :-completion] = -100
+            log_probs = module(input_ids=ids, labels=labels, fused_lm_head=True).log_probs
+            loss = -log_probs[:, -completion:].float().mean()
+    loss.backward()
+    module.zero_grad()
+    return time.perf_counter() - start
+
+
+def compare_compiled(model, lengths: list[int], rounds: int, bf16: bool, completion: int) -> None:
+    """SFT's and GRPO's training pass at each length, eager then compiled, in one process; the ratio compiled / eager."""
+    add_fused_lm_head(model)  # what GRPOTrainer does; a call without `fused_lm_head=True` is unchanged
+    compiled = torch.compile(model)
+    for name, scored in [("SFT (every position)", None), (f"GRPO (fused head, last {completion})", completion)]:
+        for length in lengths:
+            ids, _ = random_ids(model, length)
+            eager = min(training_pass_seconds(model, ids, bf16, scored) for _ in range(rounds))
+            first = training_pass_seconds(compiled, ids, bf16, scored)
+            best = min(training_pass_seconds(compiled, ids, bf16, scored) for _ in range(rounds))
+            print(f"{name}, {length} tokens: eager {eager:.2f} s, compiled {best:.2f} s (first call {first:.0f} s) "
+                  f"= {best / eager:.2f}x the time (bf16 autocast: {bf16})")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default=str(DEFAULT_MODEL_DIR), help="local model folder")
@@ -91,12 +128,18 @@ def main():
                             help="compare the pass with and without activation checkpointing instead of the masks")
     comparison.add_argument("--frozen-weights", action="store_true",
                             help="compare the pass with every weight frozen and with none instead of the masks")
+    comparison.add_argument("--compile", action="store_true",
+                            help="compare SFT's and GRPO's training pass eager and under torch.compile")
+    parser.add_argument("--completion", type=int, default=300, help="--compile: positions GRPO's pass scores")
     args = parser.parse_args()
 
     model, _ = load_model_and_tokenizer(args.model)
     model.train()
     bf16 = cpu_supports_bf16()
     lengths = [int(length) for length in args.lengths.split(",")]
+    if args.compile:
+        compare_compiled(model, lengths, args.rounds, bf16, args.completion)
+        return
     if args.activation_checkpointing or args.frozen_weights:
         name = "activation checkpointing" if args.activation_checkpointing else "frozen weights"
         compare(model, lengths, args.rounds, bf16, name)

@@ -277,6 +277,38 @@ def test_sft_smoke_run_trains_and_saves(easy_tasks, tmp_path):
 
 
 @pytest.mark.slow
+def test_compiled_sft_trains_what_eager_sft_trains(easy_tasks, tmp_path):
+    # --torch-compile: the same steps on the same rows must give the same losses (to compiled
+    # kernels' rounding) and save the same tensors, trained the same way.
+    import torch
+    from safetensors.torch import load_file
+
+    eager, compiled = tmp_path / "eager", tmp_path / "compiled"
+    first = _run(["train/sft.py", "--preset", "smoke", "--trajectories", "3", "--tasks", str(easy_tasks),
+                  "--output", str(eager)])
+    assert first.returncode == 0, first.stderr[-3000:]
+    second = _run(["train/sft.py", "--preset", "smoke", "--torch-compile", "--dataset",
+                   str(eager / "expert_trajectories"), "--model", str(eager / "tiny-model"), "--output", str(compiled)])
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert torch.load(compiled / "training_args.bin", weights_only=False).torch_compile
+    assert json.loads((compiled / "training_config.json").read_text())["torch_compile"] is True
+
+    def losses(out: Path) -> list[float]:
+        history = json.loads((out / "checkpoint-2" / "trainer_state.json").read_text())["log_history"]
+        return [h["loss"] for h in history if "loss" in h]
+
+    assert losses(compiled) == pytest.approx(losses(eager), rel=1e-3) and len(losses(eager)) == 2
+    # Adam moves every weight by about the learning rate whatever its gradient, so rounding shows
+    # in the update: each tensor's compiled and eager updates must agree to a tenth of its size.
+    start = load_file(next((eager / "tiny-model").glob("*.safetensors")))
+    eager_weights, compiled_weights = load_file(eager / "model.safetensors"), load_file(compiled / "model.safetensors")
+    assert compiled_weights.keys() == eager_weights.keys() == start.keys()
+    for name, weight in eager_weights.items():
+        update = (weight - start[name]).norm()
+        assert update > 0 and (compiled_weights[name] - weight).norm() < 0.1 * update, name
+
+
+@pytest.mark.slow
 def test_sft_resume_continues_from_the_last_checkpoint_on_the_saved_trajectories(easy_tasks, tmp_path):
     common = ["train/sft.py", "--preset", "smoke", "--trajectories", "3", "--tasks", str(easy_tasks),
               "--output", str(tmp_path)]
@@ -297,6 +329,14 @@ def test_sft_resume_continues_from_the_last_checkpoint_on_the_saved_trajectories
 def test_sft_resume_needs_a_checkpoint(tmp_path):
     result = _run(["train/sft.py", "--resume", "--output", str(tmp_path)], timeout=120)
     assert result.returncode == 2 and f"--resume: no checkpoint in {tmp_path}" in result.stderr
+
+
+def test_torch_compile_without_a_cpp_compiler_stops_before_building_anything(tmp_path):
+    env = {**os.environ, "CXX": str(tmp_path / "no-such-compiler")}
+    result = subprocess.run([sys.executable, "train/sft.py", "--torch-compile", "--output", str(tmp_path / "sft")],
+                            cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120, env=env)
+    assert result.returncode == 1 and "needs a C++ compiler" in result.stderr
+    assert not (tmp_path / "sft").exists()
 
 
 @pytest.mark.slow

@@ -113,6 +113,18 @@ def build_trajectories(tasks_dir: Path, preset: Preset, sandbox: str, out: Path,
 # ---------------------------------------------------------------- training
 
 
+def exit_without_a_cpp_compiler() -> None:
+    """On a CPU torch.compile builds C++ kernels: without a compiler the first step fails, after the trajectories."""
+    from torch._inductor.cpp_builder import get_cpp_compiler
+    from torch._inductor.exc import InvalidCxxCompiler
+
+    try:
+        get_cpp_compiler()
+    except InvalidCxxCompiler:
+        raise SystemExit("error: --torch-compile on a CPU needs a C++ compiler (g++, or the one $CXX names); "
+                         "install one or leave the flag out") from None
+
+
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--preset", choices=sorted(PRESETS), default="cpu", help="named set of sizes (see PRESETS)")
@@ -124,6 +136,8 @@ def parse_args():
     parser.add_argument("--difficulties", default=None, help="override the preset's task tiers (comma-separated)")
     parser.add_argument("--steps", type=int, default=None, help="override the preset's number of steps")
     parser.add_argument("--learning-rate", type=float, default=None, help="override the preset's learning rate")
+    parser.add_argument("--torch-compile", action="store_true",
+                        help="compile the model (on a CPU: needs a C++ compiler; no steady gain measured, RESULTS.md)")
     parser.add_argument("--sandbox", choices=BACKENDS, default="local", help="where solutions run")
     parser.add_argument("--harness", choices=sorted(HARNESSES), default=None,
                         help="play the expert through this harness CLI and train on its captured token ids")
@@ -141,6 +155,8 @@ def main():
     overrides = {"trajectories": args.trajectories, "steps": args.steps, "learning_rate": args.learning_rate,
                  "difficulties": tuple(args.difficulties.split(",")) if args.difficulties else None}
     preset = replace(PRESETS[args.preset], **{name: value for name, value in overrides.items() if value is not None})
+    if args.torch_compile and args.preset != "gpu":
+        exit_without_a_cpp_compiler()
     args.output.mkdir(parents=True, exist_ok=True)
 
     model_path = args.model or (make_tiny_model(args.output / "tiny-model") if args.preset == "smoke" else preset.model)
@@ -176,6 +192,7 @@ def main():
         completion_only_loss=tokenized,
         bf16=bf16,
         use_cpu=args.preset != "gpu",
+        torch_compile=args.torch_compile,
         activation_checkpointing=False,  # 1.2-1.4x a 1,300-token pass at 135M on a CPU (RESULTS.md)
         logging_steps=1,
         save_strategy="steps" if preset.save_steps else "no",  # and one final save below
@@ -186,7 +203,7 @@ def main():
     )
     (args.output / "training_config.json").write_text(
         json.dumps({"preset": args.preset, **asdict(preset), "model": str(model_path),
-                    "harness": args.harness, "dataset": str(args.dataset) if args.dataset else None}, indent=2)
+                    "torch_compile": args.torch_compile, "harness": args.harness, "dataset": str(args.dataset) if args.dataset else None}, indent=2)
     )
     trainer = SFTTrainer(model=model, args=config, train_dataset=dataset, processing_class=tokenizer)
     print(f"training {preset.steps} steps")
