@@ -29,7 +29,7 @@ import resource
 import time
 
 import torch
-from trl.trainer.utils import add_fused_lm_head
+from trl.trainer import add_fused_lm_head
 
 from multiharness.model import cpu_supports_bf16, load_model_and_tokenizer
 from multiharness.paths import DEFAULT_MODEL_DIR
@@ -104,7 +104,7 @@ def training_pass_seconds(module, ids: torch.Tensor, bf16: bool, completion: int
 
 
 def compare_compiled(model, lengths: list[int], rounds: int, bf16: bool, completion: int) -> None:
-    """SFT's and GRPO's training pass at each length, eager then compiled, in one process; the ratio compiled / eager."""
+    """SFT's and GRPO's training pass at each length, eager then compiled, in one process: compiled / eager."""
     add_fused_lm_head(model)  # what GRPOTrainer does; a call without `fused_lm_head=True` is unchanged
     compiled = torch.compile(model)
     for name, scored in [("SFT (every position)", None), (f"GRPO (fused head, last {completion})", completion)]:

@@ -155,7 +155,8 @@ def main():
     overrides = {"trajectories": args.trajectories, "steps": args.steps, "learning_rate": args.learning_rate,
                  "difficulties": tuple(args.difficulties.split(",")) if args.difficulties else None}
     preset = replace(PRESETS[args.preset], **{name: value for name, value in overrides.items() if value is not None})
-    if args.torch_compile and args.preset != "gpu":
+    on_cpu = args.preset != "gpu"
+    if args.torch_compile and on_cpu:
         exit_without_a_cpp_compiler()
     args.output.mkdir(parents=True, exist_ok=True)
 
@@ -191,7 +192,7 @@ def main():
         assistant_only_loss=not tokenized,  # learn the calls and the answer, not the task text or tool outputs
         completion_only_loss=tokenized,
         bf16=bf16,
-        use_cpu=args.preset != "gpu",
+        use_cpu=on_cpu,
         torch_compile=args.torch_compile,
         activation_checkpointing=False,  # 1.2-1.4x a 1,300-token pass at 135M on a CPU (RESULTS.md)
         logging_steps=1,
@@ -203,7 +204,8 @@ def main():
     )
     (args.output / "training_config.json").write_text(
         json.dumps({"preset": args.preset, **asdict(preset), "model": str(model_path),
-                    "torch_compile": args.torch_compile, "harness": args.harness, "dataset": str(args.dataset) if args.dataset else None}, indent=2)
+                    "torch_compile": args.torch_compile, "harness": args.harness,
+                    "dataset": str(args.dataset) if args.dataset else None}, indent=2)
     )
     trainer = SFTTrainer(model=model, args=config, train_dataset=dataset, processing_class=tokenizer)
     print(f"training {preset.steps} steps")
