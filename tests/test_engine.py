@@ -29,8 +29,8 @@ BASH = {
 }
 BF16_LOGPROB_TOLERANCE = 0.5
 """bf16 logits keep 8 bits: a logit near 16 is rounded to 1/16, and token-by-token decoding rounds
-otherwise than one pass over the whole sequence (up to 0.23 nats measured on SmolLM2); a wrong
-position or cache entry is off by whole nats."""
+otherwise than one pass over the whole sequence (up to 0.23 nats measured on SmolLM2, 0.31 on a
+CPU with AMX); a wrong position or cache entry is off by whole nats."""
 MESSAGES = [
     {"role": "system", "content": "You analyse data."},
     {"role": "user", "content": "How many rows has data.csv?"},
@@ -288,9 +288,11 @@ def test_teacher_forcing_reproduces_behaviour_logprobs(smol_server, smol):
 
 
 @pytest.mark.slow
-def test_a_bfloat16_engine_reuses_its_cache_exactly_and_reports_its_own_logprobs():
-    """Served in bf16 (`--dtype bfloat16`): a prompt served from the prefix cache samples what a cold
-    engine samples, and the logprobs are the bf16 model's."""
+def test_a_bfloat16_engine_reuses_its_cache_and_reports_its_own_logprobs():
+    """Served in bf16 (`--dtype bfloat16`): a prompt served from the prefix cache reports, like a cold
+    engine, the bf16 model's own logprobs. Not the same tokens: on CPUs with bf16 matrix units (AMX)
+    the prompt's tail prefilled after its cached blocks rounds otherwise than inside the whole prompt
+    (up to 0.31 nats), enough to move a sampled token; fp32 reuse is exact (`test_prefix_reuse_is_exact`)."""
     if not (DEFAULT_MODEL_DIR / "config.json").exists():
         pytest.skip(f"the default model is not converted at {DEFAULT_MODEL_DIR}; run ./install.sh")
     model, tokenizer = load_model_and_tokenizer(DEFAULT_MODEL_DIR, dtype="bfloat16")
@@ -302,10 +304,10 @@ def test_a_bfloat16_engine_reuses_its_cache_exactly_and_reports_its_own_logprobs
     warm.generate(request)
     [reused] = warm.generate(request)
     assert warm.prefix_cache.stats()["hit_tokens"] > 0
-    assert (reused.token_ids, reused.logprobs) == (cold.token_ids, cold.logprobs)
-    logits = teacher_forced_logits(model, prompt, cold.token_ids)
-    rescored = torch.log_softmax(logits, -1).gather(-1, torch.tensor(cold.token_ids)[:, None])[:, 0]
-    assert (rescored - torch.tensor(cold.logprobs, dtype=rescored.dtype)).abs().max() < BF16_LOGPROB_TOLERANCE
+    for sample in (cold, reused):
+        logits = teacher_forced_logits(model, prompt, sample.token_ids)
+        rescored = torch.log_softmax(logits, -1).gather(-1, torch.tensor(sample.token_ids)[:, None])[:, 0]
+        assert (rescored - torch.tensor(sample.logprobs, dtype=rescored.dtype)).abs().max() < BF16_LOGPROB_TOLERANCE
 
 
 @pytest.mark.slow
