@@ -29,9 +29,9 @@ BASH = {
 }
 BF16_LOGPROB_TOLERANCE = 0.5
 """bf16 logits keep 8 bits: a logit near 16 is rounded to 1/16, and token-by-token decoding rounds
-otherwise than one pass over the whole sequence (up to 0.23 nats measured on SmolLM2, 0.32 on a
-CPU with AMX); a wrong position or cache entry goes past it (one prompt token skipped on a cache hit:
-0.77 nats)."""
+otherwise than one pass over the whole sequence (up to 0.23 nats measured on SmolLM2), as does a
+prompt's tail prefilled after its cached blocks (0.32 on a CPU with AMX); a wrong position or cache
+entry goes past it (one prompt token skipped on a cache hit: 0.77 nats)."""
 MESSAGES = [
     {"role": "system", "content": "You analyse data."},
     {"role": "user", "content": "How many rows has data.csv?"},
